@@ -1,0 +1,107 @@
+package limiter
+
+import (
+	"math"
+	"time"
+)
+
+// State is what a store keeps for one key in one window: 16 bytes.
+type State struct {
+	// Window is the window's id: floor(unix milliseconds / window length
+	// in milliseconds).
+	Window int64
+	// Count is the cost charged in that window.
+	Count int64
+}
+
+// msBound keeps instants within ±2^62 ms (146 million years) so that no
+// window arithmetic can overflow.
+const msBound = 1 << 62
+
+// WindowID returns the id of the window of length windowMs that holds the
+// instant ms (Unix milliseconds), and that window's start and end. Division
+// floors, so instants before 1970 get ids that still increase with time.
+func WindowID(ms, windowMs int64) (id, start, end int64) {
+	id = ms / windowMs
+	if ms%windowMs < 0 {
+		id--
+	}
+	start = id * windowMs
+	return id, start, start + windowMs
+}
+
+// Decide is the fixed-window rule as a pure function. Given a policy, the
+// stored state of each of its windows for one key (prior[i] belongs to
+// p.Rate(i); a state from another window counts as empty), the instant of
+// the request and its cost (> 0), it returns the states to store and the
+// decision. When the request is refused, next holds the prior counts of the
+// current windows and nothing need be written.
+//
+// A window refuses when cost > limit, or when count > limit − cost: the
+// comparison is arranged so that nothing can overflow, however large a
+// stored count is. A negative stored count is corrupt and treated as a full
+// window, so corruption fails closed.
+func Decide(p *Policy, prior [MaxWindows]State, now time.Time, cost int64) (next [MaxWindows]State, d Decision) {
+	ms := now.UnixMilli()
+	sub := time.Duration(now.Nanosecond() % int(time.Millisecond))
+	if ms > msBound || ms < -msBound {
+		ms = max(min(ms, msBound), -msBound)
+		sub = 0
+	}
+	d.Policy = p
+	d.n = uint8(len(p.rates))
+	d.Allowed = true
+	deny, pick := -1, -1
+	var pickEnd int64
+	for i, r := range p.rates {
+		wms := r.Window.Milliseconds()
+		id, _, end := WindowID(ms, wms)
+		st := prior[i]
+		if st.Window != id {
+			st = State{Window: id}
+		}
+		next[i] = st
+		count := st.Count
+		if count < 0 {
+			count = math.MaxInt64
+		}
+		d.windows[i] = WindowStatus{Limit: r.Limit, Remaining: remaining(r.Limit, count), Window: r.Window, resetMs: end}
+		if cost > r.Limit || count > r.Limit-cost {
+			if deny < 0 || end > pickEnd {
+				deny, pickEnd = i, end
+			}
+		}
+	}
+	if deny >= 0 {
+		d.Allowed = false
+		d.fill(deny, ms, sub)
+		return next, d
+	}
+	for i := range p.rates {
+		next[i].Count += cost
+		w := &d.windows[i]
+		w.Remaining = w.Limit - next[i].Count
+		if pick < 0 || w.Remaining < d.windows[pick].Remaining ||
+			w.Remaining == d.windows[pick].Remaining && w.resetMs > d.windows[pick].resetMs {
+			pick = i
+		}
+	}
+	d.fill(pick, ms, sub)
+	d.RetryAfter = 0
+	return next, d
+}
+
+// fill copies window i's status to the decision's headline fields.
+func (d *Decision) fill(i int, ms int64, sub time.Duration) {
+	w := d.windows[i]
+	d.Limit, d.Remaining, d.Window = w.Limit, w.Remaining, w.Window
+	d.ResetAt = time.UnixMilli(w.resetMs)
+	d.RetryAfter = time.Duration(w.resetMs-ms)*time.Millisecond - sub
+}
+
+func remaining(limit, count int64) int64 {
+	if count >= limit {
+		return 0
+	}
+	return limit - count
+}

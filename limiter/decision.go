@@ -1,0 +1,50 @@
+package limiter
+
+import "time"
+
+// A Decision is the answer to one request: admitted or not, and what the
+// client may be told about the window that decided. A denial is a Decision
+// with Allowed false, never an error.
+//
+// The zero Decision is a denial with no window; stores never return it
+// without an error.
+type Decision struct {
+	// Allowed reports whether the request was admitted (and charged).
+	Allowed bool
+	// Limit is the deciding window's limit.
+	Limit int64
+	// Remaining is the cost still available in the deciding window after
+	// this request; never negative.
+	Remaining int64
+	// ResetAt is the aligned end of the deciding window, when its count
+	// starts again.
+	ResetAt time.Time
+	// RetryAfter is how long until the deciding window resets; zero when
+	// Allowed. It points at the aligned boundary, never at "one window
+	// from now".
+	RetryAfter time.Duration
+	// Window is the length of the deciding window. On a denial it is the
+	// refusing window that resets last; on an admission, the window with
+	// the least remaining (the closest to exhaustion).
+	Window time.Duration
+	// Policy is the policy that decided.
+	Policy *Policy
+
+	windows [MaxWindows]WindowStatus
+	n       uint8
+}
+
+// A WindowStatus describes one window of a layered policy after a decision.
+type WindowStatus struct {
+	Limit     int64
+	Remaining int64
+	Window    time.Duration
+	resetMs   int64
+}
+
+// ResetAt returns the aligned end of this window.
+func (w WindowStatus) ResetAt() time.Time { return time.UnixMilli(w.resetMs) }
+
+// Windows returns the status of every window of the policy, in the order of
+// the policy's rates. The slice aliases d; copy it to keep it.
+func (d *Decision) Windows() []WindowStatus { return d.windows[:d.n] }

@@ -1,0 +1,34 @@
+// Package limiter is a fixed-window rate limiter.
+//
+// Time is cut into windows aligned to the Unix epoch: a one-minute window
+// runs from hh:mm:00.000 to hh:mm:59.999 UTC for every key at once. Each key
+// holds one counter per window; the counter starts again, lazily, at the
+// first request of the next window. No timer runs per key.
+//
+// A [Policy] names one or more [Rate]s. With several ("100 per minute and 5
+// per second") a request is admitted only if every window has room, and
+// then every window is charged; if any window refuses, none is charged.
+//
+// Fixed windows admit up to twice the limit across a boundary: a client may
+// spend a whole budget at 12:00:59.9 and a fresh one at 12:01:00.0. That is
+// the algorithm, not a bug. Layer a short window under the long one to bound
+// the burst.
+//
+// A denial is a [Decision] with Allowed false, never an error. Errors mean
+// bad input (a non-positive cost, an empty key), a closed store, a cancelled
+// context, or a store that could not answer.
+//
+//	p, err := limiter.NewPolicy("api", limiter.PerMinute(100), limiter.PerSecond(5))
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	l, err := limiter.New(p) // in-memory store
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	defer l.Close()
+//	d, err := l.Allow(ctx, "client-42", 1)
+//	if err == nil && !d.Allowed {
+//		// refuse; retry after d.RetryAfter
+//	}
+package limiter

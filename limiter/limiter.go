@@ -1,0 +1,103 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+)
+
+// A Limiter applies one Policy to many keys over a Store. Build one with
+// New; it is safe for concurrent use. The zero Limiter is not usable.
+type Limiter struct {
+	policy *Policy
+	store  Store
+	clock  Clock
+	owned  *MemoryStore // the default store, closed by Close
+}
+
+// An Option configures New.
+type Option func(*Limiter)
+
+// WithStore sets the store (default: a new MemoryStore owned by the
+// limiter). The caller keeps ownership of a store it passes: Close does not
+// close it, so one store may serve several limiters.
+func WithStore(s Store) Option { return func(l *Limiter) { l.store = s } }
+
+// WithClock sets the clock (default SystemClock). Tests pass a fake clock
+// to cross windows without sleeping.
+func WithClock(c Clock) Option { return func(l *Limiter) { l.clock = c } }
+
+// New returns a limiter for p. Configuration errors are reported here, never
+// by a later call.
+func New(p *Policy, opts ...Option) (*Limiter, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	l := &Limiter{policy: p, clock: SystemClock{}}
+	for _, o := range opts {
+		o(l)
+	}
+	if l.clock == nil {
+		return nil, errors.New("limiter: clock is nil")
+	}
+	if l.store == nil {
+		s, err := NewMemoryStore(WithMemoryClock(l.clock))
+		if err != nil {
+			return nil, err
+		}
+		l.store, l.owned = s, s
+	}
+	return l, nil
+}
+
+// Allow decides whether key may spend cost now, and charges it if so. A
+// refusal is a Decision with Allowed false and a nil error. A cost above
+// the limit is refused without charge. Errors report a cost ≤ 0 or an empty
+// key (no state is created), a done context, or a store that could not
+// decide.
+func (l *Limiter) Allow(ctx context.Context, key string, cost int64) (Decision, error) {
+	return l.take(ctx, key, cost, false)
+}
+
+// Peek answers what Allow would, charging nothing.
+func (l *Limiter) Peek(ctx context.Context, key string, cost int64) (Decision, error) {
+	return l.take(ctx, key, cost, true)
+}
+
+func (l *Limiter) take(ctx context.Context, key string, cost int64, peek bool) (Decision, error) {
+	if cost <= 0 {
+		return Decision{}, ErrInvalidCost
+	}
+	if key == "" {
+		return Decision{}, ErrInvalidKey
+	}
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	return l.store.Take(ctx, Request{Key: key, Policy: l.policy, Now: l.clock.Now(), Cost: cost, Peek: peek})
+}
+
+// Reset forgets key's counters: its next request starts a fresh budget.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if key == "" {
+		return ErrInvalidKey
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return l.store.Reset(ctx, key, l.policy)
+}
+
+// Policy returns the limiter's policy.
+func (l *Limiter) Policy() *Policy { return l.policy }
+
+// Store returns the limiter's store.
+func (l *Limiter) Store() Store { return l.store }
+
+// Close releases the default store if the limiter made it; a store passed
+// with WithStore is left to its owner. Close is idempotent.
+func (l *Limiter) Close() error {
+	if l.owned != nil {
+		return l.owned.Close()
+	}
+	return nil
+}

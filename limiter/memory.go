@@ -1,0 +1,355 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of the in-memory store.
+const (
+	DefaultMaxKeys       = 1 << 20 // 1,048,576 counters
+	DefaultShards        = 256
+	DefaultSweepInterval = time.Minute
+)
+
+// smallTable is the largest table whose map is cleared and reused when its
+// window passes; larger maps are dropped so that memory taken by a burst
+// of keys goes back to the runtime.
+const smallTable = 64
+
+// MemoryStore is the embedded in-memory Store. It is safe for concurrent
+// use: each decision runs under the lock of the key's shard, so no update
+// is ever lost.
+//
+// Each shard keeps one table per window length, holding the counts of the
+// current window only, keyed by a 64-bit hash of (policy, key). When a
+// window passes, its table is dropped whole, at the next request that
+// touches it or at the next sweep: no timer runs per key.
+//
+// Memory is bounded by MaxKeys counters (a layered policy uses one counter
+// per window), enforced per shard as MaxKeys/Shards. When a shard is full,
+// a counter of a past window is freed if there is one; otherwise an
+// arbitrary current counter is evicted, which gives that client a fresh
+// budget for the rest of the window. Evictions are counted (see Evictions):
+// a store that evicts is too small for its traffic, or is being flooded.
+//
+// Keys are hashed with a per-store random seed, so the state per counter is
+// 16 bytes of map slot whatever the key's length; two keys share a counter
+// only if their 64-bit hashes collide (about 1 in 2^64 per pair, and not
+// steerable by clients, who cannot know the seed).
+//
+// The zero MemoryStore is not usable; call NewMemoryStore.
+type MemoryStore struct {
+	seed      maphash.Seed
+	shards    []memShard
+	mask      uint64
+	perShard  int
+	clock     Clock
+	evictions atomic.Uint64
+	closed    atomic.Bool
+	closeOnce sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+type memShard struct {
+	mu     sync.Mutex
+	tables []memTable
+	n      int // counters held, over all tables
+	_      [24]byte
+}
+
+type memTable struct {
+	windowMs int64
+	id       int64 // the window whose counts are held
+	counts   map[uint64]int64
+}
+
+// A MemoryOption configures NewMemoryStore.
+type MemoryOption func(*memoryConfig)
+
+type memoryConfig struct {
+	maxKeys, shards int
+	sweep           time.Duration
+	clock           Clock
+}
+
+// WithMaxKeys bounds the counters held (default DefaultMaxKeys).
+func WithMaxKeys(n int) MemoryOption { return func(c *memoryConfig) { c.maxKeys = n } }
+
+// WithShards sets the number of lock shards, rounded up to a power of two
+// (default DefaultShards).
+func WithShards(n int) MemoryOption { return func(c *memoryConfig) { c.shards = n } }
+
+// WithSweepInterval sets how often a background sweep frees the tables of
+// past windows that no request has touched (default DefaultSweepInterval).
+// Zero disables the sweep; tables are then freed only when touched.
+func WithSweepInterval(d time.Duration) MemoryOption { return func(c *memoryConfig) { c.sweep = d } }
+
+// WithMemoryClock sets the clock the sweep reads (default SystemClock). Use
+// the limiter's clock.
+func WithMemoryClock(clk Clock) MemoryOption { return func(c *memoryConfig) { c.clock = clk } }
+
+// NewMemoryStore returns an in-memory store. Close it to stop its sweep.
+func NewMemoryStore(opts ...MemoryOption) (*MemoryStore, error) {
+	cfg := memoryConfig{maxKeys: DefaultMaxKeys, shards: DefaultShards, sweep: DefaultSweepInterval, clock: SystemClock{}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case cfg.shards <= 0 || cfg.shards > 1<<16:
+		return nil, fmt.Errorf("limiter: memory store: shards %d must be in [1, 65536]", cfg.shards)
+	case cfg.maxKeys <= 0:
+		return nil, fmt.Errorf("limiter: memory store: max keys %d must be > 0", cfg.maxKeys)
+	case cfg.sweep < 0:
+		return nil, fmt.Errorf("limiter: memory store: sweep interval %v must be ≥ 0", cfg.sweep)
+	case cfg.clock == nil:
+		return nil, errors.New("limiter: memory store: clock is nil")
+	}
+	n := 1 << bits.Len(uint(cfg.shards-1))
+	if n > cfg.maxKeys {
+		n = 1 << (bits.Len(uint(cfg.maxKeys)) - 1)
+	}
+	s := &MemoryStore{
+		seed:     maphash.MakeSeed(),
+		shards:   make([]memShard, n),
+		mask:     uint64(n - 1),
+		perShard: cfg.maxKeys / n,
+		clock:    cfg.clock,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if cfg.sweep > 0 {
+		go s.sweepLoop(cfg.sweep)
+	} else {
+		close(s.done)
+	}
+	return s, nil
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+func (s *MemoryStore) hash(key string, p *Policy) uint64 {
+	return maphash.String(s.seed, key) ^ p.tag
+}
+
+// Take applies one decision atomically. See Store.
+func (s *MemoryStore) Take(ctx context.Context, req Request) (Decision, error) {
+	if s.closed.Load() {
+		return Decision{}, ErrClosed
+	}
+	p := req.Policy
+	h := s.hash(req.Key, p)
+	sh := &s.shards[h&s.mask]
+	var (
+		prior [MaxWindows]State
+		found [MaxWindows]bool
+		tabs  [MaxWindows]*memTable
+	)
+	sh.mu.Lock()
+	now := sh.prepare(p, req.Now, &tabs)
+	for i := range p.rates {
+		t := tabs[i]
+		c, ok := t.counts[h]
+		prior[i], found[i] = State{Window: t.id, Count: c}, ok
+	}
+	next, d := Decide(p, prior, now, req.Cost)
+	if d.Allowed && !req.Peek {
+		for i := range p.rates {
+			t := tabs[i]
+			if !found[i] {
+				if sh.n >= s.perShard {
+					s.makeRoom(sh, h, now.UnixMilli())
+				}
+				if t.counts == nil {
+					t.counts = make(map[uint64]int64)
+				}
+				sh.n++
+			}
+			t.counts[h] = next[i].Count
+		}
+	}
+	sh.mu.Unlock()
+	return d, nil
+}
+
+// prepare finds (or makes) the table of each of p's windows and moves it to
+// the window of now. A request whose instant falls before a table's current
+// window (its clock read raced another's, or the clock stepped back) is
+// decided in that current window: a count is never rewound. prepare returns
+// the instant to decide at.
+func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTable) time.Time {
+	ms := now.UnixMilli()
+	var idx [MaxWindows]int
+	for i, r := range p.rates {
+		idx[i] = sh.table(r.Window.Milliseconds(), ms)
+	}
+	latest := ms
+	for i := range p.rates {
+		t := &sh.tables[idx[i]] // pointers taken only once the slice has stopped growing
+		tabs[i] = t
+		latest = max(latest, t.id*t.windowMs)
+	}
+	if latest != ms {
+		now = time.UnixMilli(latest)
+	}
+	rotated := false
+	for i := range p.rates {
+		t := tabs[i]
+		if id, _, _ := WindowID(latest, t.windowMs); id > t.id {
+			sh.drop(t, id)
+			rotated = true
+		}
+	}
+	if rotated {
+		sh.sweep(latest)
+	}
+	return now
+}
+
+// table returns the index of the shard's table for windows of windowMs,
+// making one in the window of ms if there is none.
+func (sh *memShard) table(windowMs, ms int64) int {
+	for i := range sh.tables {
+		if sh.tables[i].windowMs == windowMs {
+			return i
+		}
+	}
+	id, _, _ := WindowID(ms, windowMs)
+	sh.tables = append(sh.tables, memTable{windowMs: windowMs, id: id})
+	return len(sh.tables) - 1
+}
+
+// drop forgets a table's counts and moves it to window id.
+func (sh *memShard) drop(t *memTable, id int64) {
+	sh.n -= len(t.counts)
+	if len(t.counts) <= smallTable && t.counts != nil {
+		clear(t.counts)
+	} else {
+		t.counts = nil
+	}
+	t.id = id
+}
+
+// sweep drops every table whose window has passed at ms.
+func (sh *memShard) sweep(ms int64) {
+	for i := range sh.tables {
+		t := &sh.tables[i]
+		if id, _, _ := WindowID(ms, t.windowMs); id > t.id {
+			sh.drop(t, id)
+		}
+	}
+}
+
+// makeRoom frees one counter in a full shard, never key h's: a past
+// window's if any, else an arbitrary one, counted as an eviction.
+func (s *MemoryStore) makeRoom(sh *memShard, h uint64, ms int64) {
+	sh.sweep(ms)
+	if sh.n < s.perShard {
+		return
+	}
+	var big *memTable
+	for i := range sh.tables {
+		if t := &sh.tables[i]; big == nil || len(t.counts) > len(big.counts) {
+			big = t
+		}
+	}
+	for k := range big.counts {
+		if k != h {
+			delete(big.counts, k)
+			sh.n--
+			s.evictions.Add(1)
+			return
+		}
+	}
+}
+
+// Reset forgets key's counters under p.
+func (s *MemoryStore) Reset(ctx context.Context, key string, p *Policy) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := p.check(); err != nil {
+		return err
+	}
+	h := s.hash(key, p)
+	sh := &s.shards[h&s.mask]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for _, r := range p.rates {
+		for i := range sh.tables {
+			t := &sh.tables[i]
+			if t.windowMs != r.Window.Milliseconds() {
+				continue
+			}
+			if _, ok := t.counts[h]; ok {
+				delete(t.counts, h)
+				sh.n--
+			}
+		}
+	}
+	return nil
+}
+
+// Len returns the number of counters held.
+func (s *MemoryStore) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += sh.n
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// MaxKeys returns the bound on counters held: MaxKeys as configured,
+// rounded down to a multiple of the shard count.
+func (s *MemoryStore) MaxKeys() int { return s.perShard * len(s.shards) }
+
+// Evictions returns how many current counters were evicted to make room,
+// each one a client whose budget started again early.
+func (s *MemoryStore) Evictions() uint64 { return s.evictions.Load() }
+
+// Sweep frees the counters of every window that has passed by now. The
+// background sweep calls it; so may callers that disabled it.
+func (s *MemoryStore) Sweep(now time.Time) {
+	ms := now.UnixMilli()
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.sweep(ms)
+		sh.mu.Unlock()
+	}
+}
+
+func (s *MemoryStore) sweepLoop(every time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.Sweep(s.clock.Now())
+		}
+	}
+}
+
+// Close stops the sweep and waits for it to end. Later calls return
+// ErrClosed from Take and Reset. Close is idempotent.
+func (s *MemoryStore) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		close(s.stop)
+	})
+	<-s.done
+	return nil
+}

@@ -1,0 +1,179 @@
+package limiter
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxWindows is the most windows one policy may layer.
+const MaxWindows = 4
+
+// maxExactInteger is 2^53, the largest integer a Lua number (an IEEE double)
+// holds exactly. The Redis store computes with such numbers.
+const maxExactInteger int64 = 1 << 53
+
+// maxNameLen bounds a policy name; the name becomes part of storage keys
+// and of response headers.
+const maxNameLen = 64
+
+// A Rate admits Limit units of cost per Window. The zero Rate is invalid.
+type Rate struct {
+	Limit  int64
+	Window time.Duration
+}
+
+// PerSecond returns a Rate of n per second.
+func PerSecond(n int64) Rate { return Rate{Limit: n, Window: time.Second} }
+
+// PerMinute returns a Rate of n per minute.
+func PerMinute(n int64) Rate { return Rate{Limit: n, Window: time.Minute} }
+
+// PerHour returns a Rate of n per hour.
+func PerHour(n int64) Rate { return Rate{Limit: n, Window: time.Hour} }
+
+// String formats the rate as "100/1m0s".
+func (r Rate) String() string {
+	return strconv.FormatInt(r.Limit, 10) + "/" + r.Window.String()
+}
+
+// validate checks the window before anything divides by its length in
+// milliseconds, then the limit, then that limit × window-in-ms stays within
+// 2^53 (tested by division, so nothing can overflow).
+func (r Rate) validate() error {
+	if r.Window < time.Millisecond {
+		return fmt.Errorf("%w: window %v is shorter than 1ms", ErrInvalidPolicy, r.Window)
+	}
+	if r.Window%time.Millisecond != 0 {
+		return fmt.Errorf("%w: window %v is not a whole number of milliseconds", ErrInvalidPolicy, r.Window)
+	}
+	if r.Limit <= 0 {
+		return fmt.Errorf("%w: limit %d must be > 0", ErrInvalidPolicy, r.Limit)
+	}
+	if r.Limit > maxExactInteger/r.Window.Milliseconds() {
+		return fmt.Errorf("%w: limit %d per %v exceeds the exact integer budget (limit × window in ms must be ≤ 2^53)",
+			ErrInvalidPolicy, r.Limit, r.Window)
+	}
+	return nil
+}
+
+// A Policy is a validated set of one to MaxWindows rates with distinct
+// windows, under a name. Build one with NewPolicy; the zero Policy is
+// invalid and every method that needs rates reports so. A Policy is
+// immutable and safe to share.
+//
+// Stores keep counters under the policy's name and rates, so a policy whose
+// rates change starts from fresh counters, and two limiters that share one
+// store and one identical policy share counters too. Give policies distinct
+// names to keep them apart.
+type Policy struct {
+	name  string
+	rates []Rate
+	id    string // name and rates, canonical: namespaces storage keys
+	tag   uint64 // FNV-1a of id
+}
+
+// NewPolicy validates the rates and returns a policy. An empty name becomes
+// "default". Names are 1 to 64 characters of A-Z, a-z, 0-9, '_', '-' and
+// '.', because they appear in storage keys and response headers.
+func NewPolicy(name string, rates ...Rate) (*Policy, error) {
+	if name == "" {
+		name = "default"
+	}
+	if err := validateName(name); err != nil {
+		return nil, err
+	}
+	if len(rates) == 0 {
+		return nil, fmt.Errorf("%w: policy %q has no rate", ErrInvalidPolicy, name)
+	}
+	if len(rates) > MaxWindows {
+		return nil, fmt.Errorf("%w: policy %q has %d rates, at most %d", ErrInvalidPolicy, name, len(rates), MaxWindows)
+	}
+	var id strings.Builder
+	id.WriteString(name)
+	for i, r := range rates {
+		if err := r.validate(); err != nil {
+			return nil, fmt.Errorf("policy %q rate %d: %w", name, i, err)
+		}
+		for _, prev := range rates[:i] {
+			if prev.Window == r.Window {
+				return nil, fmt.Errorf("%w: policy %q has two rates for window %v", ErrInvalidPolicy, name, r.Window)
+			}
+		}
+		fmt.Fprintf(&id, ":%d/%d", r.Limit, r.Window.Milliseconds())
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id.String()))
+	return &Policy{
+		name:  name,
+		rates: append([]Rate(nil), rates...),
+		id:    id.String(),
+		tag:   h.Sum64(),
+	}, nil
+}
+
+// MustPolicy is NewPolicy that panics on error, for policies fixed in code.
+func MustPolicy(name string, rates ...Rate) *Policy {
+	p, err := NewPolicy(name, rates...)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func validateName(name string) error {
+	if len(name) > maxNameLen {
+		return fmt.Errorf("%w: name is %d bytes, at most %d", ErrInvalidPolicy, len(name), maxNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
+		if !ok {
+			return fmt.Errorf("%w: name %q has character %q; use A-Z a-z 0-9 _ - .", ErrInvalidPolicy, name, c)
+		}
+	}
+	return nil
+}
+
+// Name returns the policy's name.
+func (p *Policy) Name() string { return p.name }
+
+// Rates returns a copy of the policy's rates in the order given.
+func (p *Policy) Rates() []Rate { return append([]Rate(nil), p.rates...) }
+
+// NumRates returns how many windows the policy layers.
+func (p *Policy) NumRates() int { return len(p.rates) }
+
+// Rate returns the i'th rate.
+func (p *Policy) Rate(i int) Rate { return p.rates[i] }
+
+// ID returns the canonical form of the policy, such as "api:100/60000:5/1000"
+// (name, then limit/window-in-ms for each rate). Stores use it to namespace
+// their keys.
+func (p *Policy) ID() string { return p.id }
+
+// String returns a readable form, such as "api: 100/1m0s + 5/1s".
+func (p *Policy) String() string {
+	if p == nil || len(p.rates) == 0 {
+		return "<invalid policy>"
+	}
+	var b strings.Builder
+	b.WriteString(p.name)
+	b.WriteString(": ")
+	for i, r := range p.rates {
+		if i > 0 {
+			b.WriteString(" + ")
+		}
+		b.WriteString(r.String())
+	}
+	return b.String()
+}
+
+func (p *Policy) check() error {
+	if p == nil || len(p.rates) == 0 {
+		return fmt.Errorf("%w: nil or zero Policy; build one with NewPolicy", ErrInvalidPolicy)
+	}
+	return nil
+}

@@ -1,0 +1,39 @@
+package limiter
+
+import (
+	"context"
+	"time"
+)
+
+// A Request asks a Store for one decision.
+type Request struct {
+	// Key identifies the client; never empty.
+	Key string
+	// Policy is the validated policy to apply.
+	Policy *Policy
+	// Now is the instant of the request, read once by the limiter. A store
+	// that keeps its own clock (such as Redis's TIME) may use that instead.
+	Now time.Time
+	// Cost is the weight of the request, > 0.
+	Cost int64
+	// Peek asks what Take would answer without charging anything.
+	Peek bool
+}
+
+// A Store keeps fixed-window counters and applies the rule of [Decide] to
+// them.
+//
+// Take must be one atomic read-modify-write: load the key's state for every
+// window of the policy, decide, and store the charged state, with no other
+// call on the same key and policy able to interleave. Separate "get" and
+// "set" steps, each safe on its own, would not do: two callers could both
+// read 9 of 10 and both be admitted. A refused or peeking Take writes
+// nothing and extends no expiry.
+//
+// Stores namespace their state by Policy.ID, so policies with different
+// names or rates never share counters.
+type Store interface {
+	Take(ctx context.Context, req Request) (Decision, error)
+	// Reset forgets key's counters under p.
+	Reset(ctx context.Context, key string, p *Policy) error
+}
