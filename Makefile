@@ -1,0 +1,37 @@
+# Every target runs from the repository root.
+GO       ?= go
+PKGS     ?= ./...
+FUZZTIME ?= 20s
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: test bench bench-peers fuzz lint cover redis
+
+# The whole suite, race detector on. Redis-backed tests need a Redis at
+# 127.0.0.1:6379 (see .ci/run, or `make redis`).
+test:
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 $(PKGS)
+
+# Comparisons with other rate limiters live in a nested module so that
+# their dependencies never enter ours.
+bench-peers:
+	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
+
+# Every fuzz target for FUZZTIME each.
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+lint:
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(STATICCHECK) $(PKGS)
+
+cover:
+	$(GO) test -count=1 -coverprofile=cover.out $(PKGS)
+	$(GO) tool cover -func=cover.out | tail -1
+
+# Start a throwaway local Redis if none answers.
+redis:
+	./scripts/ensure-redis.sh
