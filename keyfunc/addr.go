@@ -1,0 +1,36 @@
+package keyfunc
+
+import (
+	"net/netip"
+)
+
+// normalize folds an IPv4-mapped IPv6 address (::ffff:a.b.c.d) to IPv4 and
+// drops any IPv6 zone, so that one client has one form: a dual-stack
+// listener reports IPv4 clients as mapped addresses, and a zone names the
+// receiving interface, not the client.
+func normalize(a netip.Addr) netip.Addr {
+	return a.Unmap().WithZone("")
+}
+
+// addrKey returns the key of a normalized address: "ip4:203.0.113.7" for
+// IPv4 (or "ip4:203.0.113.0/24" with a shorter WithIPv4Prefix) and
+// "ip6:2001:db8:1:2::/64" for IPv6, the address masked to the configured
+// prefix. It allocates once.
+func (c *config) addrKey(a netip.Addr) string {
+	var buf [64]byte
+	b := buf[:0]
+	if a.Is4() {
+		b = append(b, "ip4:"...)
+		if c.v4Bits == 32 {
+			b = a.AppendTo(b)
+		} else {
+			p, _ := a.Prefix(c.v4Bits)
+			b = p.AppendTo(b)
+		}
+		return string(b)
+	}
+	p, _ := a.Prefix(c.v6Bits)
+	b = append(b, "ip6:"...)
+	b = p.AppendTo(b)
+	return string(b)
+}

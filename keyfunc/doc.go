@@ -1,0 +1,41 @@
+// Package keyfunc resolves the key a request is rate-limited by: the
+// client's address, an API key header, the authenticated principal, the
+// route pattern, or several of these joined.
+//
+// A key function is a Func. It returns a non-empty key or an error
+// wrapping ErrNoKey, never an empty key: a request whose identity cannot be
+// resolved must get an answer of its own (the middleware's 400), not fall
+// into one bucket shared by everyone.
+//
+// Keys carry the kind of identity as a prefix, so two kinds never collide:
+//
+//	RemoteHost, TrustedProxy, ChiClientIP  ip4:203.0.113.7
+//	                                        ip6:2001:db8:1:2::/64
+//	Header("X-API-Key")                     hdr:X-Api-Key:k-123
+//	Principal(accessor)                     user:42
+//	RoutePattern()                          route:/users/{id}
+//	Join(a, b)                              join:16:ip4:203.0.113.7,17:route:/users/{id},
+//	any key over the bound (256 bytes)      sha256:<64 hex digits>
+//
+// Addresses are normalized before they become keys: the port is dropped,
+// IPv4-mapped IPv6 folds to IPv4, zones are dropped, and IPv6 addresses are
+// grouped by their /64 (WithIPv6Prefix), the block one subscriber
+// normally holds, so a client cannot rotate into fresh budgets.
+//
+// Forwarding headers (X-Forwarded-For, Forwarded, X-Real-IP) are honoured
+// only by TrustedProxy, and only when the direct peer is inside the
+// trusted prefixes given at construction; from anyone else they are
+// ignored.
+//
+// Typical use, keying by client behind a load balancer in 10.0.0.0/8:
+//
+//	key, err := keyfunc.TrustedProxy(keyfunc.XForwardedFor, []string{"10.0.0.0/8"})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	mw, err := middleware.New(lim, middleware.WithKey(key))
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	http.ListenAndServe(addr, mw(handler))
+package keyfunc

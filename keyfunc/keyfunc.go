@@ -1,0 +1,41 @@
+package keyfunc
+
+import (
+	"errors"
+	"net/http"
+)
+
+// A Func resolves the rate-limit key of a request: the identity whose
+// budget the request spends. It returns a non-empty key, or an error that
+// wraps ErrNoKey when the request carries no usable identity. A Func never
+// returns an empty key with a nil error, so no unresolvable request falls
+// into a bucket shared by everyone.
+//
+// Every Func of this package prefixes its keys with their kind ("ip4:",
+// "ip6:", "hdr:", "user:", "route:", "join:", "sha256:"), so keys of two
+// kinds never collide. A Func is safe for concurrent use.
+type Func func(r *http.Request) (string, error)
+
+// Errors reported by this package. Test with errors.Is.
+var (
+	// ErrNoKey is wrapped by every error that means "this request has no
+	// usable key": a RemoteAddr without port or that is not an IP, a
+	// missing or empty header, no principal, no route pattern, a
+	// forwarding header that is malformed or names no client.
+	ErrNoKey = errors.New("keyfunc: no key")
+	// ErrInvalidOption is wrapped by every constructor error: a bad
+	// prefix, header name, bound or nil accessor.
+	ErrInvalidOption = errors.New("keyfunc: invalid option")
+)
+
+// maxQuoted bounds how much of a client-supplied value an error message
+// quotes, so a hostile header cannot flood the logs.
+const maxQuoted = 64
+
+// clip shortens s for quoting in an error message.
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	return s[:maxQuoted] + "..."
+}

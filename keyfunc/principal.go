@@ -1,0 +1,33 @@
+package keyfunc
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// Principal returns a Func that keys a request by its authenticated
+// principal, as the accessor reports it (typically a user or tenant id
+// that an authentication middleware stored in the request's context): the
+// key is "user:" and the id, for example "user:42". Keys longer than the
+// bound are hashed (WithMaxKeyLen, WithHashedValues).
+//
+// When the accessor reports false or an empty id, the Func returns an
+// error wrapping ErrNoKey: an anonymous request never shares one bucket
+// with every other anonymous request. Stack an IP-keyed limiter in front
+// for anonymous traffic. A nil accessor is a constructor error.
+func Principal(accessor func(*http.Request) (string, bool), opts ...Option) (Func, error) {
+	if accessor == nil {
+		return nil, fmt.Errorf("%w: nil principal accessor", ErrInvalidOption)
+	}
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(r *http.Request) (string, error) {
+		id, ok := accessor(r)
+		if !ok || id == "" {
+			return "", fmt.Errorf("%w: no authenticated principal", ErrNoKey)
+		}
+		return bound("user:"+id, c.maxLen, c.hashAll), nil
+	}, nil
+}

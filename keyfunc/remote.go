@@ -1,0 +1,66 @@
+package keyfunc
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+)
+
+// RemoteHost returns a Func that keys a request by the host of its
+// RemoteAddr, the address of the TCP peer. The port is dropped, because it
+// changes with every connection while the host does not. IPv4-mapped IPv6
+// addresses fold to IPv4, zones are dropped and IPv6 addresses are grouped
+// by their /64 (see WithIPv6Prefix), so the key is "ip4:203.0.113.7" or
+// "ip6:2001:db8:1:2::/64".
+//
+// A RemoteAddr that is not "host:port" with an IP host (no port, a name,
+// a Unix socket's "@", garbage) yields an error wrapping ErrNoKey.
+//
+// Behind a reverse proxy every request comes from the proxy, so use
+// TrustedProxy there.
+func RemoteHost(opts ...Option) (Func, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(r *http.Request) (string, error) {
+		a, err := peerAddr(r.RemoteAddr)
+		if err != nil {
+			return "", err
+		}
+		return c.addrKey(a), nil
+	}, nil
+}
+
+// peerAddr parses RemoteAddr as "host:port" with an IP host and returns
+// the normalized address.
+func peerAddr(remoteAddr string) (netip.Addr, error) {
+	host, port, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q is not host:port", ErrNoKey, clip(remoteAddr))
+	}
+	if !validPort(port) {
+		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q has no valid port", ErrNoKey, clip(remoteAddr))
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q has no IP host", ErrNoKey, clip(remoteAddr))
+	}
+	return normalize(a), nil
+}
+
+// validPort reports whether p is a decimal port, 0 to 65535.
+func validPort(p string) bool {
+	if p == "" || len(p) > 5 {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(p); i++ {
+		if p[i] < '0' || p[i] > '9' {
+			return false
+		}
+		n = n*10 + int(p[i]-'0')
+	}
+	return n <= 65535
+}

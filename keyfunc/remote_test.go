@@ -1,0 +1,78 @@
+package keyfunc
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestRemoteHost(t *testing.T) {
+	tests := []struct {
+		name       string
+		opts       []Option
+		remoteAddr string
+		want       string // "" expects an error wrapping ErrNoKey
+	}{
+		{"ipv4_port_dropped", nil, "203.0.113.7:52139", "ip4:203.0.113.7"},
+		{"ipv4_other_port_same_key", nil, "203.0.113.7:52140", "ip4:203.0.113.7"},
+		{"ipv6_grouped_by_64", nil, "[2001:db8:1:2:aaaa:bbbb:cccc:dddd]:443", "ip6:2001:db8:1:2::/64"},
+		{"ipv6_loopback", nil, "[::1]:52139", "ip6:::/64"},
+		{"ipv6_zone_dropped", nil, "[fe80::1%eth0]:80", "ip6:fe80::/64"},
+		{"v4_mapped_ipv6_folded_to_v4", nil, "[::ffff:203.0.113.7]:80", "ip4:203.0.113.7"},
+		{"ipv6_prefix_48", []Option{WithIPv6Prefix(48)}, "[2001:db8:1:2::1]:80", "ip6:2001:db8:1::/48"},
+		{"ipv6_prefix_128", []Option{WithIPv6Prefix(128)}, "[2001:db8::1]:80", "ip6:2001:db8::1/128"},
+		{"ipv4_prefix_24", []Option{WithIPv4Prefix(24)}, "203.0.113.7:80", "ip4:203.0.113.0/24"},
+		{"no_port", nil, "203.0.113.7", ""},
+		{"ipv6_bare_no_port", nil, "2001:db8::1", ""},
+		{"ipv6_bracketed_no_port", nil, "[2001:db8::1]", ""},
+		{"empty", nil, "", ""},
+		{"hostname", nil, "localhost:80", ""},
+		{"unix_socket", nil, "@", ""},
+		{"port_not_number", nil, "203.0.113.7:http", ""},
+		{"port_too_large", nil, "203.0.113.7:65536", ""},
+		{"empty_port", nil, "203.0.113.7:", ""},
+		{"garbage", nil, "not an address", ""},
+		{"two_colons_v4", nil, "1.2.3.4:5:6", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := must(t)(RemoteHost(tt.opts...))
+			checkKey(t, f, request(tt.remoteAddr), tt.want)
+		})
+	}
+}
+
+func TestRemoteHostIPv6RotationInsideSlash64(t *testing.T) {
+	f := must(t)(RemoteHost())
+	want := "ip6:2001:db8:aa:bb::/64"
+	for _, addr := range []string{
+		"[2001:db8:aa:bb::1]:1000",
+		"[2001:db8:aa:bb::2]:1001",
+		"[2001:db8:aa:bb:ffff:ffff:ffff:ffff]:1002",
+		"[2001:db8:aa:bb:1234:5678:9abc:def0]:1003",
+	} {
+		checkKey(t, f, request(addr), want)
+	}
+	checkKey(t, f, request("[2001:db8:aa:bc::1]:1000"), "ip6:2001:db8:aa:bc::/64")
+}
+
+func TestOptionsRejected(t *testing.T) {
+	tests := []struct {
+		name string
+		opt  Option
+	}{
+		{"ipv6_prefix_0", WithIPv6Prefix(0)},
+		{"ipv6_prefix_8", WithIPv6Prefix(8)},
+		{"ipv6_prefix_129", WithIPv6Prefix(129)},
+		{"ipv4_prefix_7", WithIPv4Prefix(7)},
+		{"ipv4_prefix_33", WithIPv4Prefix(33)},
+		{"max_len_under_hash", WithMaxKeyLen(70)},
+		{"nil_option", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := RemoteHost(tt.opt); !errors.Is(err, ErrInvalidOption) {
+				t.Fatalf("got error %v, want ErrInvalidOption", err)
+			}
+		})
+	}
+}
