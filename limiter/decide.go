@@ -42,20 +42,25 @@ func WindowID(ms, windowMs int64) (id, start, end int64) {
 // stored count is. A negative stored count is corrupt and treated as a full
 // window, so corruption fails closed.
 func Decide(p *Policy, prior [MaxWindows]State, now time.Time, cost int64) (next [MaxWindows]State, d Decision) {
+	decide(p, &prior, now, cost, &next, &d)
+	return next, d
+}
+
+// decide is Decide writing through pointers, so that stores on the hot
+// path copy no arrays. prior and next may be the same array.
+func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next *[MaxWindows]State, d *Decision) {
 	ms := now.UnixMilli()
 	sub := time.Duration(now.Nanosecond() % int(time.Millisecond))
 	if ms > msBound || ms < -msBound {
 		ms = max(min(ms, msBound), -msBound)
 		sub = 0
 	}
-	d.Policy = p
-	d.n = uint8(len(p.rates))
-	d.Allowed = true
+	*d = Decision{Policy: p, nowMs: ms}
 	deny, pick := -1, -1
-	var pickEnd int64
+	var ends [MaxWindows]int64
 	for i, r := range p.rates {
-		wms := r.Window.Milliseconds()
-		id, _, end := WindowID(ms, wms)
+		id, _, end := WindowID(ms, r.Window.Milliseconds())
+		ends[i] = end
 		st := prior[i]
 		if st.Window != id {
 			st = State{Window: id}
@@ -65,38 +70,38 @@ func Decide(p *Policy, prior [MaxWindows]State, now time.Time, cost int64) (next
 		if count < 0 {
 			count = math.MaxInt64
 		}
-		d.windows[i] = WindowStatus{Limit: r.Limit, Remaining: remaining(r.Limit, count), Window: r.Window, resetMs: end}
+		d.remaining[i] = remaining(r.Limit, count)
 		if cost > r.Limit || count > r.Limit-cost {
-			if deny < 0 || end > pickEnd {
-				deny, pickEnd = i, end
+			if deny < 0 || end > ends[deny] {
+				deny = i
 			}
 		}
 	}
 	if deny >= 0 {
-		d.Allowed = false
-		d.fill(deny, ms, sub)
-		return next, d
+		d.fill(deny, ends[deny], ms, sub)
+		return
 	}
+	d.Allowed = true
 	for i := range p.rates {
 		next[i].Count += cost
-		w := &d.windows[i]
-		w.Remaining = w.Limit - next[i].Count
-		if pick < 0 || w.Remaining < d.windows[pick].Remaining ||
-			w.Remaining == d.windows[pick].Remaining && w.resetMs > d.windows[pick].resetMs {
+		d.remaining[i] -= cost
+		// Closest to exhaustion: least remaining; on a tie the longer
+		// window, whose reset is later.
+		if pick < 0 || d.remaining[i] < d.remaining[pick] ||
+			d.remaining[i] == d.remaining[pick] && p.rates[i].Window > p.rates[pick].Window {
 			pick = i
 		}
 	}
-	d.fill(pick, ms, sub)
+	d.fill(pick, ends[pick], ms, sub)
 	d.RetryAfter = 0
-	return next, d
 }
 
 // fill copies window i's status to the decision's headline fields.
-func (d *Decision) fill(i int, ms int64, sub time.Duration) {
-	w := d.windows[i]
-	d.Limit, d.Remaining, d.Window = w.Limit, w.Remaining, w.Window
-	d.ResetAt = time.UnixMilli(w.resetMs)
-	d.RetryAfter = time.Duration(w.resetMs-ms)*time.Millisecond - sub
+func (d *Decision) fill(i int, end, ms int64, sub time.Duration) {
+	r := d.Policy.rates[i]
+	d.Limit, d.Remaining, d.Window = r.Limit, d.remaining[i], r.Window
+	d.ResetAt = time.UnixMilli(end)
+	d.RetryAfter = time.Duration(end-ms)*time.Millisecond - sub
 }
 
 func remaining(limit, count int64) int64 {

@@ -30,8 +30,8 @@ type Decision struct {
 	// Policy is the policy that decided.
 	Policy *Policy
 
-	windows [MaxWindows]WindowStatus
-	n       uint8
+	nowMs     int64 // the instant decided at, Unix ms
+	remaining [MaxWindows]int64
 }
 
 // A WindowStatus describes one window of a layered policy after a decision.
@@ -45,6 +45,30 @@ type WindowStatus struct {
 // ResetAt returns the aligned end of this window.
 func (w WindowStatus) ResetAt() time.Time { return time.UnixMilli(w.resetMs) }
 
-// Windows returns the status of every window of the policy, in the order of
-// the policy's rates. The slice aliases d; copy it to keep it.
-func (d *Decision) Windows() []WindowStatus { return d.windows[:d.n] }
+// NumWindows returns how many windows the decision describes: one per rate
+// of its policy.
+func (d *Decision) NumWindows() int {
+	if d.Policy == nil {
+		return 0
+	}
+	return len(d.Policy.rates)
+}
+
+// WindowAt returns the status of window i, in the order of the policy's
+// rates, after the decision. It panics if i is out of range. Unlike
+// Windows it allocates nothing.
+func (d *Decision) WindowAt(i int) WindowStatus {
+	r := d.Policy.rates[i]
+	_, _, end := WindowID(d.nowMs, r.Window.Milliseconds())
+	return WindowStatus{Limit: r.Limit, Remaining: d.remaining[i], Window: r.Window, resetMs: end}
+}
+
+// Windows returns the status of every window, in the order of the policy's
+// rates, in a new slice.
+func (d *Decision) Windows() []WindowStatus {
+	ws := make([]WindowStatus, d.NumWindows())
+	for i := range ws {
+		ws[i] = d.WindowAt(i)
+	}
+	return ws
+}

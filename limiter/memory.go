@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,8 @@ const smallTable = 64
 // touches it or at the next sweep: no timer runs per key.
 //
 // Memory is bounded by MaxKeys counters (a layered policy uses one counter
-// per window), enforced per shard as MaxKeys/Shards. When a shard is full,
+// per window), enforced per shard as MaxKeys/Shards; the shard count is
+// lowered if need be so that each shard holds at least MaxWindows. When a shard is full,
 // a counter of a past window is freed if there is one; otherwise an
 // arbitrary current counter is evicted, which gives that client a fresh
 // budget for the rest of the window. Evictions are counted (see Evictions):
@@ -68,6 +70,7 @@ type memShard struct {
 type memTable struct {
 	windowMs int64
 	id       int64 // the window whose counts are held
+	end      int64 // its end, Unix ms: the table is stale from then on
 	counts   map[uint64]int64
 }
 
@@ -105,16 +108,19 @@ func NewMemoryStore(opts ...MemoryOption) (*MemoryStore, error) {
 	switch {
 	case cfg.shards <= 0 || cfg.shards > 1<<16:
 		return nil, fmt.Errorf("limiter: memory store: shards %d must be in [1, 65536]", cfg.shards)
-	case cfg.maxKeys <= 0:
-		return nil, fmt.Errorf("limiter: memory store: max keys %d must be > 0", cfg.maxKeys)
+	case cfg.maxKeys < MaxWindows:
+		return nil, fmt.Errorf("limiter: memory store: max keys %d must be ≥ %d (one key of a layered policy holds up to %d counters)",
+			cfg.maxKeys, MaxWindows, MaxWindows)
 	case cfg.sweep < 0:
 		return nil, fmt.Errorf("limiter: memory store: sweep interval %v must be ≥ 0", cfg.sweep)
 	case cfg.clock == nil:
 		return nil, errors.New("limiter: memory store: clock is nil")
 	}
+	// Every shard must hold at least MaxWindows counters, so that a full
+	// shard always has a counter of another key to evict.
 	n := 1 << bits.Len(uint(cfg.shards-1))
-	if n > cfg.maxKeys {
-		n = 1 << (bits.Len(uint(cfg.maxKeys)) - 1)
+	if limit := cfg.maxKeys / MaxWindows; n > limit {
+		n = 1 << (bits.Len(uint(limit)) - 1)
 	}
 	s := &MemoryStore{
 		seed:     maphash.MakeSeed(),
@@ -140,7 +146,7 @@ func (s *MemoryStore) hash(key string, p *Policy) uint64 {
 }
 
 // Take applies one decision atomically. See Store.
-func (s *MemoryStore) Take(ctx context.Context, req Request) (Decision, error) {
+func (s *MemoryStore) Take(ctx context.Context, req Request) (d Decision, err error) {
 	if s.closed.Load() {
 		return Decision{}, ErrClosed
 	}
@@ -148,7 +154,7 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Decision, error) {
 	h := s.hash(req.Key, p)
 	sh := &s.shards[h&s.mask]
 	var (
-		prior [MaxWindows]State
+		state [MaxWindows]State
 		found [MaxWindows]bool
 		tabs  [MaxWindows]*memTable
 	)
@@ -157,9 +163,9 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Decision, error) {
 	for i := range p.rates {
 		t := tabs[i]
 		c, ok := t.counts[h]
-		prior[i], found[i] = State{Window: t.id, Count: c}, ok
+		state[i], found[i] = State{Window: t.id, Count: c}, ok
 	}
-	next, d := Decide(p, prior, now, req.Cost)
+	decide(p, &state, now, req.Cost, &state, &d)
 	if d.Allowed && !req.Peek {
 		for i := range p.rates {
 			t := tabs[i]
@@ -172,7 +178,7 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Decision, error) {
 				}
 				sh.n++
 			}
-			t.counts[h] = next[i].Count
+			t.counts[h] = state[i].Count
 		}
 	}
 	sh.mu.Unlock()
@@ -201,9 +207,8 @@ func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTabl
 	}
 	rotated := false
 	for i := range p.rates {
-		t := tabs[i]
-		if id, _, _ := WindowID(latest, t.windowMs); id > t.id {
-			sh.drop(t, id)
+		if t := tabs[i]; latest >= t.end {
+			sh.drop(t, latest)
 			rotated = true
 		}
 	}
@@ -221,28 +226,27 @@ func (sh *memShard) table(windowMs, ms int64) int {
 			return i
 		}
 	}
-	id, _, _ := WindowID(ms, windowMs)
-	sh.tables = append(sh.tables, memTable{windowMs: windowMs, id: id})
+	id, _, end := WindowID(ms, windowMs)
+	sh.tables = append(sh.tables, memTable{windowMs: windowMs, id: id, end: end})
 	return len(sh.tables) - 1
 }
 
-// drop forgets a table's counts and moves it to window id.
-func (sh *memShard) drop(t *memTable, id int64) {
+// drop forgets a table's counts and moves it to the window of ms.
+func (sh *memShard) drop(t *memTable, ms int64) {
 	sh.n -= len(t.counts)
 	if len(t.counts) <= smallTable && t.counts != nil {
 		clear(t.counts)
 	} else {
 		t.counts = nil
 	}
-	t.id = id
+	t.id, _, t.end = WindowID(ms, t.windowMs)
 }
 
 // sweep drops every table whose window has passed at ms.
 func (sh *memShard) sweep(ms int64) {
 	for i := range sh.tables {
-		t := &sh.tables[i]
-		if id, _, _ := WindowID(ms, t.windowMs); id > t.id {
-			sh.drop(t, id)
+		if t := &sh.tables[i]; ms >= t.end {
+			sh.drop(t, ms)
 		}
 	}
 }
@@ -254,18 +258,22 @@ func (s *MemoryStore) makeRoom(sh *memShard, h uint64, ms int64) {
 	if sh.n < s.perShard {
 		return
 	}
-	var big *memTable
+	// Evict from the largest table; a shard holds at least MaxWindows
+	// counters and h has fewer than that here, so some table has another
+	// key's counter.
+	order := make([]*memTable, 0, len(sh.tables))
 	for i := range sh.tables {
-		if t := &sh.tables[i]; big == nil || len(t.counts) > len(big.counts) {
-			big = t
-		}
+		order = append(order, &sh.tables[i])
 	}
-	for k := range big.counts {
-		if k != h {
-			delete(big.counts, k)
-			sh.n--
-			s.evictions.Add(1)
-			return
+	slices.SortFunc(order, func(a, b *memTable) int { return len(b.counts) - len(a.counts) })
+	for _, t := range order {
+		for k := range t.counts {
+			if k != h {
+				delete(t.counts, k)
+				sh.n--
+				s.evictions.Add(1)
+				return
+			}
 		}
 	}
 }

@@ -1,0 +1,376 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+)
+
+var noon = time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC)
+
+// newTestLimiter returns a limiter on its own in-memory store, driven by a
+// fake clock set to start.
+func newTestLimiter(t testing.TB, p *Policy, start time.Time) (*Limiter, *fakeclock.Clock, *MemoryStore) {
+	t.Helper()
+	clk := fakeclock.New(start)
+	st, err := NewMemoryStore(WithMemoryClock(clk), WithSweepInterval(0), WithShards(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	l, err := New(p, WithStore(st), WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, clk, st
+}
+
+func allow(t testing.TB, l *Limiter, key string, cost int64) Decision {
+	t.Helper()
+	d, err := l.Allow(context.Background(), key, cost)
+	if err != nil {
+		t.Fatalf("Allow(%q, %d): %v", key, cost, err)
+	}
+	return d
+}
+
+func tenPerMinute() *Policy { return MustPolicy("t", PerMinute(10)) }
+
+// The invariant table of seed 000, one test each.
+
+func TestAllowFirstTenAdmittedRemainingFalls(t *testing.T) {
+	t.Parallel()
+	l, _, _ := newTestLimiter(t, tenPerMinute(), noon)
+	for i := int64(1); i <= 10; i++ {
+		d := allow(t, l, "user-1", 1)
+		if !d.Allowed || d.Remaining != 10-i || d.Limit != 10 || d.RetryAfter != 0 {
+			t.Fatalf("request %d: %+v, want allowed with remaining %d", i, d, 10-i)
+		}
+	}
+}
+
+func TestAllowEleventhDeniedWithNilError(t *testing.T) {
+	t.Parallel()
+	l, _, _ := newTestLimiter(t, tenPerMinute(), noon)
+	for range 10 {
+		allow(t, l, "user-1", 1)
+	}
+	d, err := l.Allow(context.Background(), "user-1", 1)
+	if err != nil || d.Allowed || d.Remaining != 0 {
+		t.Fatalf("11th: %+v, %v; want denied, remaining 0, nil error", d, err)
+	}
+}
+
+func TestAllowKeysAreIsolated(t *testing.T) {
+	t.Parallel()
+	l, _, _ := newTestLimiter(t, tenPerMinute(), noon)
+	for range 11 {
+		allow(t, l, "A", 1)
+	}
+	if d := allow(t, l, "B", 1); !d.Allowed || d.Remaining != 9 {
+		t.Fatalf("B after A exhausted: %+v, want allowed with 9 remaining", d)
+	}
+}
+
+func TestAllowNextWindowAdmits(t *testing.T) {
+	t.Parallel()
+	l, clk, _ := newTestLimiter(t, tenPerMinute(), noon.Add(45*time.Second))
+	for range 11 {
+		allow(t, l, "user-1", 1)
+	}
+	clk.Set(noon.Add(time.Minute)) // exactly the boundary
+	if d := allow(t, l, "user-1", 1); !d.Allowed || d.Remaining != 9 {
+		t.Fatalf("first request of the next window: %+v, want allowed, 9 remaining", d)
+	}
+}
+
+func TestAllowRetryMetadataPointsAtAlignedBoundary(t *testing.T) {
+	t.Parallel()
+	l, _, _ := newTestLimiter(t, tenPerMinute(), noon.Add(30*time.Second))
+	for range 10 {
+		allow(t, l, "user-1", 1)
+	}
+	d := allow(t, l, "user-1", 1)
+	if d.Allowed {
+		t.Fatal("11th request admitted")
+	}
+	if d.RetryAfter != 30*time.Second {
+		t.Errorf("RetryAfter = %v, want 30s", d.RetryAfter)
+	}
+	if want := noon.Add(time.Minute); !d.ResetAt.Equal(want) {
+		t.Errorf("ResetAt = %v, want %v (not 12:01:30)", d.ResetAt.UTC(), want)
+	}
+}
+
+func TestAllowBoundaryBurstIsTwiceTheLimit(t *testing.T) {
+	t.Parallel()
+	l, clk, _ := newTestLimiter(t, tenPerMinute(), noon.Add(59*time.Second))
+	admitted := 0
+	for range 10 {
+		if allow(t, l, "user-1", 1).Allowed {
+			admitted++
+		}
+	}
+	clk.Advance(time.Second) // 12:01:00, a new window
+	for range 10 {
+		if allow(t, l, "user-1", 1).Allowed {
+			admitted++
+		}
+	}
+	if admitted != 20 {
+		t.Fatalf("admitted %d across the boundary, want 20: the fixed window's honest 2x burst", admitted)
+	}
+}
+
+func TestAllowInvalidCostCreatesNoState(t *testing.T) {
+	t.Parallel()
+	for _, cost := range []int64{0, -1, math.MinInt64} {
+		l, _, st := newTestLimiter(t, tenPerMinute(), noon)
+		if _, err := l.Allow(context.Background(), "user-1", cost); !errors.Is(err, ErrInvalidCost) {
+			t.Errorf("Allow(cost %d) error = %v, want ErrInvalidCost", cost, err)
+		}
+		if _, err := l.Peek(context.Background(), "user-1", cost); !errors.Is(err, ErrInvalidCost) {
+			t.Errorf("Peek(cost %d) error = %v, want ErrInvalidCost", cost, err)
+		}
+		if n := st.Len(); n != 0 {
+			t.Errorf("cost %d left %d counters, want 0", cost, n)
+		}
+	}
+}
+
+func TestAllowOversizedCostDeniedWithoutCharge(t *testing.T) {
+	t.Parallel()
+	l, _, st := newTestLimiter(t, tenPerMinute(), noon)
+	d := allow(t, l, "user-1", 11)
+	if d.Allowed || d.Remaining != 10 {
+		t.Fatalf("cost 11 of 10: %+v, want denied with 10 remaining", d)
+	}
+	if st.Len() != 0 {
+		t.Fatalf("denied oversized cost created %d counters", st.Len())
+	}
+	if d := allow(t, l, "user-1", 10); !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("cost 10 after: %+v, want allowed, 0 remaining", d)
+	}
+}
+
+func TestAllowCorruptHugeCountCannotOverflowIntoAllow(t *testing.T) {
+	t.Parallel()
+	p := tenPerMinute()
+	l, _, st := newTestLimiter(t, p, noon)
+	allow(t, l, "user-1", 1)
+	// Corrupt the stored count as a bad write or a bit flip might.
+	h := st.hash("user-1", p)
+	sh := &st.shards[h&st.mask]
+	sh.mu.Lock()
+	for i := range sh.tables {
+		sh.tables[i].counts[h] = math.MaxInt64
+	}
+	sh.mu.Unlock()
+	for _, cost := range []int64{1, 10} {
+		if d := allow(t, l, "user-1", cost); d.Allowed || d.Remaining != 0 {
+			t.Errorf("cost %d on count MaxInt64: %+v, want denied, 0 remaining", cost, d)
+		}
+	}
+}
+
+func TestAllowCancelledContextCreatesNoState(t *testing.T) {
+	t.Parallel()
+	l, _, st := newTestLimiter(t, tenPerMinute(), noon)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Allow(ctx, "user-1", 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Allow on cancelled context: %v, want context.Canceled", err)
+	}
+	if err := l.Reset(ctx, "user-1"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Reset on cancelled context: %v, want context.Canceled", err)
+	}
+	if st.Len() != 0 {
+		t.Fatalf("cancelled call created %d counters", st.Len())
+	}
+}
+
+func TestAllowEmptyKeyRefused(t *testing.T) {
+	t.Parallel()
+	l, _, st := newTestLimiter(t, tenPerMinute(), noon)
+	if _, err := l.Allow(context.Background(), "", 1); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("Allow(\"\") = %v, want ErrInvalidKey", err)
+	}
+	if err := l.Reset(context.Background(), ""); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("Reset(\"\") = %v, want ErrInvalidKey", err)
+	}
+	if st.Len() != 0 {
+		t.Fatal("empty key created state")
+	}
+}
+
+// TestTickScenario is seed 002: limit 3 per 10 ticks (milliseconds here).
+func TestTickScenario(t *testing.T) {
+	t.Parallel()
+	p := MustPolicy("ticks", Rate{Limit: 3, Window: 10 * time.Millisecond})
+	l, clk, _ := newTestLimiter(t, p, time.UnixMilli(0))
+	for _, tc := range []struct {
+		tick int64
+		want bool
+	}{{0, true}, {1, true}, {2, true}, {3, false}, {9, false}, {10, true}} {
+		clk.Set(time.UnixMilli(tc.tick))
+		if got := allow(t, l, "k", 1).Allowed; got != tc.want {
+			t.Errorf("tick %d: allowed %v, want %v", tc.tick, got, tc.want)
+		}
+	}
+}
+
+func TestLayeredAllOrNothing(t *testing.T) {
+	t.Parallel()
+	p := MustPolicy("api", PerMinute(7), PerSecond(3))
+	l, clk, _ := newTestLimiter(t, p, noon)
+	for i := range 3 {
+		if d := allow(t, l, "k", 1); !d.Allowed || d.Window != time.Second || d.Remaining != int64(2-i) {
+			t.Fatalf("request %d: %+v, want allowed by the 1s window with %d remaining", i+1, d, 2-i)
+		}
+	}
+	d := allow(t, l, "k", 1)
+	if d.Allowed || d.Window != time.Second || d.RetryAfter != time.Second {
+		t.Fatalf("4th in one second: %+v, want refused by the 1s window, retry 1s", d)
+	}
+	if ws := d.Windows(); ws[0].Remaining != 4 {
+		t.Fatalf("the refused request charged the minute window: remaining %d, want 4", ws[0].Remaining)
+	}
+	clk.Advance(time.Second)
+	for range 3 {
+		allow(t, l, "k", 1)
+	}
+	clk.Advance(time.Second)
+	allow(t, l, "k", 1) // the minute's 7th
+	d = allow(t, l, "k", 1)
+	if d.Allowed || d.Window != time.Minute || d.RetryAfter != 58*time.Second {
+		t.Fatalf("8th in the minute: %+v, want refused by the minute window, retry 58s", d)
+	}
+	if ws := d.Windows(); ws[1].Remaining != 2 {
+		t.Fatalf("the refused request charged the second window: remaining %d, want 2", ws[1].Remaining)
+	}
+}
+
+func TestPeekChargesNothing(t *testing.T) {
+	t.Parallel()
+	l, _, st := newTestLimiter(t, tenPerMinute(), noon)
+	for range 3 {
+		d, err := l.Peek(context.Background(), "k", 1)
+		if err != nil || !d.Allowed || d.Remaining != 9 {
+			t.Fatalf("Peek: %+v, %v; want allowed, 9 remaining", d, err)
+		}
+	}
+	if st.Len() != 0 {
+		t.Fatal("Peek created state")
+	}
+	allow(t, l, "k", 10)
+	if d, _ := l.Peek(context.Background(), "k", 1); d.Allowed {
+		t.Fatal("Peek on an exhausted key said allowed")
+	}
+}
+
+func TestResetForgetsKey(t *testing.T) {
+	t.Parallel()
+	l, _, _ := newTestLimiter(t, tenPerMinute(), noon)
+	allow(t, l, "k", 10)
+	allow(t, l, "other", 10)
+	if err := l.Reset(context.Background(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if d := allow(t, l, "k", 1); !d.Allowed || d.Remaining != 9 {
+		t.Fatalf("after Reset: %+v, want a fresh budget", d)
+	}
+	if d := allow(t, l, "other", 1); d.Allowed {
+		t.Fatal("Reset of k reset other too")
+	}
+}
+
+func TestPoliciesOnOneStoreAreSeparate(t *testing.T) {
+	t.Parallel()
+	clk := fakeclock.New(noon)
+	st, err := NewMemoryStore(WithSweepInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a, _ := New(MustPolicy("a", PerMinute(1)), WithStore(st), WithClock(clk))
+	b, _ := New(MustPolicy("b", PerMinute(1)), WithStore(st), WithClock(clk))
+	allow(t, a, "k", 1)
+	if d := allow(t, b, "k", 1); !d.Allowed {
+		t.Fatal("policy b inherited policy a's count for the same key")
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	t.Parallel()
+	if _, err := New(nil); !errors.Is(err, ErrInvalidPolicy) {
+		t.Errorf("New(nil) = %v, want ErrInvalidPolicy", err)
+	}
+	if _, err := New(&Policy{}); !errors.Is(err, ErrInvalidPolicy) {
+		t.Errorf("New(zero Policy) = %v, want ErrInvalidPolicy", err)
+	}
+	if _, err := New(tenPerMinute(), WithClock(nil)); err == nil {
+		t.Error("New with a nil clock succeeded")
+	}
+}
+
+func TestClosedLimiter(t *testing.T) {
+	t.Parallel()
+	l, err := New(tenPerMinute())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := l.Allow(context.Background(), "k", 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Allow after Close = %v, want ErrClosed", err)
+	}
+	if err := l.Reset(context.Background(), "k"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Reset after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestConcurrentOneKeyAdmitsExactlyTheLimit is the lost-update test: 100
+// goroutines on one key with limit 10 must admit exactly 10. Run it with
+// -race and -count=20.
+func TestConcurrentOneKeyAdmitsExactlyTheLimit(t *testing.T) {
+	t.Parallel()
+	for _, p := range []*Policy{tenPerMinute(), MustPolicy("layered", PerMinute(10), PerSecond(50))} {
+		l, _, _ := newTestLimiter(t, p, noon)
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, 100)
+		start := make(chan struct{})
+		for range 100 {
+			wg.Go(func() {
+				<-start
+				d, err := l.Allow(context.Background(), "user-1", 1)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if d.Allowed {
+					admitted.Add(1)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("Allow: %v", err)
+		}
+		if got := admitted.Load(); got != 10 {
+			t.Fatalf("%v: admitted %d of 100 concurrent requests, want exactly 10", p, got)
+		}
+	}
+}

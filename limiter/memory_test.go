@@ -1,0 +1,231 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+)
+
+func newTestStore(t testing.TB, opts ...MemoryOption) *MemoryStore {
+	t.Helper()
+	st, err := NewMemoryStore(append([]MemoryOption{WithSweepInterval(0)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+func take(t testing.TB, st *MemoryStore, p *Policy, key string, now time.Time) Decision {
+	t.Helper()
+	d, err := st.Take(context.Background(), Request{Key: key, Policy: p, Now: now, Cost: 1})
+	if err != nil {
+		t.Fatalf("Take(%q): %v", key, err)
+	}
+	return d
+}
+
+func TestNewMemoryStoreErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		opt  MemoryOption
+		want string
+	}{
+		{"zero_shards", WithShards(0), "shards 0"},
+		{"too_many_shards", WithShards(1 << 17), "shards 131072"},
+		{"zero_max_keys", WithMaxKeys(0), "max keys 0"},
+		{"fewer_keys_than_one_layered_policy_needs", WithMaxKeys(MaxWindows - 1), "must be ≥ 4"},
+		{"negative_sweep", WithSweepInterval(-time.Second), "sweep interval"},
+		{"nil_clock", WithMemoryClock(nil), "clock is nil"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewMemoryStore(tt.opt)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("NewMemoryStore = %v, want error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMemoryStoreShardsAndBound(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                string
+		maxKeys, shards     int
+		wantShards, wantMax int
+	}{
+		{"defaults", DefaultMaxKeys, DefaultShards, 256, DefaultMaxKeys},
+		{"shards_round_up", 1000, 100, 128, 896},
+		{"few_keys_fewer_shards", 10, 256, 2, 10},
+		{"smallest", MaxWindows, 4, 1, MaxWindows},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newTestStore(t, WithMaxKeys(tt.maxKeys), WithShards(tt.shards))
+			if len(st.shards) != tt.wantShards || st.MaxKeys() != tt.wantMax {
+				t.Fatalf("shards %d, MaxKeys %d; want %d, %d", len(st.shards), st.MaxKeys(), tt.wantShards, tt.wantMax)
+			}
+		})
+	}
+}
+
+// TestMemoryStoreFloodStaysAtBound floods the store with ten times its
+// bound in distinct keys, all in one window.
+func TestMemoryStoreFloodStaysAtBound(t *testing.T) {
+	t.Parallel()
+	const bound = 4096
+	st := newTestStore(t, WithMaxKeys(bound), WithShards(16))
+	p := MustPolicy("flood", PerMinute(5))
+	for i := range 10 * bound {
+		if d := take(t, st, p, "k"+strconv.Itoa(i), noon); !d.Allowed {
+			t.Fatalf("fresh key %d refused", i)
+		}
+	}
+	if got := st.Len(); got != bound {
+		t.Fatalf("Len() = %d after a flood of %d keys, want the bound %d", got, 10*bound, bound)
+	}
+	if got, want := st.Evictions(), uint64(9*bound); got != want {
+		t.Fatalf("Evictions() = %d, want %d (every key past the bound evicts one)", got, want)
+	}
+}
+
+// TestMemoryStoreFullShardFreesPastWindowsFirst: at the bound, counters of
+// windows that have passed go before any current one.
+func TestMemoryStoreFullShardFreesPastWindowsFirst(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t, WithMaxKeys(8), WithShards(1))
+	minute := MustPolicy("m", PerMinute(5))
+	second := MustPolicy("s", PerSecond(5))
+	for i := range 4 {
+		take(t, st, minute, "m"+strconv.Itoa(i), noon)
+		take(t, st, second, "s"+strconv.Itoa(i), noon)
+	}
+	later := noon.Add(2 * time.Second) // the second-window counters are past
+	for i := range 4 {
+		take(t, st, minute, "late"+strconv.Itoa(i), later)
+	}
+	if st.Evictions() != 0 {
+		t.Fatalf("evicted %d current counters while past ones could be freed", st.Evictions())
+	}
+	if d := take(t, st, minute, "m0", later); d.Remaining != 3 {
+		t.Fatalf("m0 lost its count: remaining %d, want 3", d.Remaining)
+	}
+}
+
+func TestMemoryStoreEvictionNeverTakesTheRequestingKey(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t, WithMaxKeys(4), WithShards(1))
+	p := MustPolicy("api", PerMinute(5), PerSecond(5)) // two counters per key
+	take(t, st, p, "a", noon)
+	take(t, st, p, "b", noon)
+	for range 2 {
+		if d := take(t, st, p, "c", noon); !d.Allowed {
+			t.Fatalf("c refused: %+v", d)
+		}
+	}
+	if st.Len() != 4 || st.Evictions() != 2 {
+		t.Fatalf("Len %d, Evictions %d; want 4 and 2", st.Len(), st.Evictions())
+	}
+	if d := take(t, st, p, "c", noon); d.Remaining != 2 {
+		t.Fatalf("c's own counters were evicted: remaining %d, want 2", d.Remaining)
+	}
+}
+
+func TestMemoryStoreRotationFreesPastWindow(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	p := MustPolicy("m", PerMinute(5))
+	for i := range 100 {
+		take(t, st, p, "k"+strconv.Itoa(i), noon)
+	}
+	if st.Len() != 100 {
+		t.Fatalf("Len() = %d, want 100", st.Len())
+	}
+	st.Sweep(noon.Add(59 * time.Second))
+	if st.Len() != 100 {
+		t.Fatalf("Sweep inside the window freed counters: Len() = %d", st.Len())
+	}
+	st.Sweep(noon.Add(time.Minute))
+	if st.Len() != 0 {
+		t.Fatalf("Sweep after the window left %d counters", st.Len())
+	}
+	if d := take(t, st, p, "k1", noon.Add(time.Minute)); d.Remaining != 4 {
+		t.Fatalf("k1 in the next window: remaining %d, want 4", d.Remaining)
+	}
+}
+
+func TestMemoryStoreSweepLoopUsesClock(t *testing.T) {
+	t.Parallel()
+	clk := fakeclock.New(noon)
+	st, err := NewMemoryStore(WithSweepInterval(time.Millisecond), WithMemoryClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	take(t, st, MustPolicy("m", PerMinute(5)), "k", noon)
+	clk.Advance(time.Minute)
+	deadline := time.Now().Add(10 * time.Second)
+	for st.Len() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("background sweep never freed the past window")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestMemoryStoreClockBehindChargesCurrentWindow: a request whose instant
+// is older than the window a shard already moved to (its clock read raced
+// another request's) is charged to the current window, never rewinding it.
+func TestMemoryStoreClockBehindChargesCurrentWindow(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	p := MustPolicy("m", PerMinute(2))
+	take(t, st, p, "k", noon.Add(time.Minute))
+	d := take(t, st, p, "k", noon.Add(59*time.Second))
+	if !d.Allowed || d.Remaining != 0 || !d.ResetAt.Equal(noon.Add(2*time.Minute)) {
+		t.Fatalf("late request: %+v, want charged to the 12:01 window", d)
+	}
+	if d := take(t, st, p, "k", noon.Add(time.Minute)); d.Allowed {
+		t.Fatal("third request in the 12:01 window admitted")
+	}
+}
+
+func TestMemoryStoreCloseIsIdempotentAndStopsSweep(t *testing.T) {
+	t.Parallel()
+	st, err := NewMemoryStore(WithSweepInterval(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := st.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	select {
+	case <-st.done:
+	default:
+		t.Fatal("sweep goroutine still running after Close")
+	}
+	_, err = st.Take(context.Background(), Request{Key: "k", Policy: tenPerMinute(), Now: noon, Cost: 1})
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("Take after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestMemoryStoreResetOfUnknownKey(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	if err := st.Reset(context.Background(), "nobody", tenPerMinute()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Reset(context.Background(), "k", nil); !errors.Is(err, ErrInvalidPolicy) {
+		t.Fatalf("Reset with nil policy = %v, want ErrInvalidPolicy", err)
+	}
+}

@@ -1,0 +1,115 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
+)
+
+// Health is the store's view of Redis, as its circuit breaker sees it.
+type Health uint8
+
+const (
+	// Healthy: decisions go to Redis.
+	Healthy Health = iota
+	// Unavailable: the breaker is open; the failure policy answers every
+	// decision at once, and nothing is sent to Redis.
+	Unavailable
+	// Probing: the open time has passed; one decision is sent to Redis to
+	// see whether it is back, the others are answered by the failure
+	// policy.
+	Probing
+)
+
+// String returns "healthy", "unavailable" or "probing".
+func (h Health) String() string {
+	switch h {
+	case Unavailable:
+		return "unavailable"
+	case Probing:
+		return "probing"
+	}
+	return "healthy"
+}
+
+// An Event reports a change of health. The zero Event is not sent.
+type Event struct {
+	From, To Health
+	// Policy is the failure policy now answering (To != Healthy) or that
+	// answered until now (To == Healthy).
+	Policy FailurePolicy
+	// Err is the failure that opened the breaker; nil on other changes.
+	Err error
+}
+
+func health(s gobreaker.State) Health {
+	switch s {
+	case gobreaker.StateOpen:
+		return Unavailable
+	case gobreaker.StateHalfOpen:
+		return Probing
+	}
+	return Healthy
+}
+
+// errCallerGone marks a round trip abandoned because the caller's own
+// context ended: no fault of Redis, so the breaker does not count it.
+type errCallerGone struct{ err error }
+
+func (e errCallerGone) Error() string { return e.err.Error() }
+func (e errCallerGone) Unwrap() error { return e.err }
+
+// newBreaker builds the circuit breaker and wires its transitions to the
+// observer.
+func (s *Store) newBreaker() *gobreaker.CircuitBreaker[any] {
+	failures := uint32(s.cfg.breakerFailures)
+	return gobreaker.NewCircuitBreaker[any](gobreaker.Settings{
+		Name:        "redisstore",
+		MaxRequests: 1,
+		Timeout:     s.cfg.breakerOpen,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
+		IsSuccessful: func(err error) bool {
+			return err == nil || !isOutage(err)
+		},
+		IsExcluded: func(err error) bool {
+			var g errCallerGone
+			return errors.As(err, &g)
+		},
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			s.health.Store(uint32(health(to)))
+			if s.cfg.observer == nil {
+				return
+			}
+			e := Event{From: health(from), To: health(to), Policy: s.cfg.failure}
+			if to == gobreaker.StateOpen {
+				if p := s.lastErr.Load(); p != nil {
+					e.Err = *p
+				}
+			}
+			s.cfg.observer(e)
+		},
+	})
+}
+
+// isOutage tells failures of Redis (network, timeout, a server not ready
+// to serve) from answers that merely report an error about one request:
+// only the former open the breaker.
+func isOutage(err error) bool {
+	if errors.Is(err, ErrBadReply) {
+		return false
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		msg := re.Error()
+		for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS", "OOM"} {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}

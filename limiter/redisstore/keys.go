@@ -1,0 +1,76 @@
+package redisstore
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// Key layout, one Redis key per window of a request:
+//
+//	AppClock:    <prefix>{<key>}:<policy id>:<window ms>:<window id>   integer count
+//	ServerClock: <prefix>{<key>}:<policy id>:<window ms>               hash {w, c}
+//
+// such as rl:{alice}:api:100/60000:5/1000:60000:29675211. The braces make
+// the client's key the Cluster hash tag, so all of one client's windows
+// share a slot and one script may touch them all (no CROSSSLOT). The policy
+// id carries the name, limits and windows, so a changed policy starts from
+// fresh counts.
+
+// tagEscaper makes any client key safe inside a hash tag: a '}' would end
+// the tag early (and "{}" would void it), so braces and the escape
+// character itself are percent-encoded. The mapping is injective: two
+// distinct client keys never share a Redis key.
+var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+
+// tag returns the client key as it appears between the braces.
+func tag(key string) string {
+	if strings.ContainsAny(key, "%{}") {
+		return tagEscaper.Replace(key)
+	}
+	return key
+}
+
+// policyKeys holds what every request under one policy repeats: the key
+// suffix of each window and the script arguments of each rate.
+type policyKeys struct {
+	suffix [limiter.MaxWindows]string // ":<policy id>:<window ms>"
+	wms    [limiter.MaxWindows]int64
+	rates  []any // limit, window ms, for each rate
+}
+
+// keyCache memoises policyKeys per policy. Policies are few and long-lived.
+type keyCache struct{ m sync.Map }
+
+func (c *keyCache) get(p *limiter.Policy) *policyKeys {
+	if v, ok := c.m.Load(p); ok {
+		return v.(*policyKeys)
+	}
+	pk := &policyKeys{rates: make([]any, 0, 2*p.NumRates())}
+	for i := range p.NumRates() {
+		r := p.Rate(i)
+		ms := r.Window.Milliseconds()
+		pk.wms[i] = ms
+		pk.suffix[i] = ":" + p.ID() + ":" + strconv.FormatInt(ms, 10)
+		pk.rates = append(pk.rates, strconv.FormatInt(r.Limit, 10), strconv.FormatInt(ms, 10))
+	}
+	v, _ := c.m.LoadOrStore(p, pk)
+	return v.(*policyKeys)
+}
+
+// appendKeys appends the Redis keys of key's windows under p at the instant
+// ms (used only by AppClock, whose keys name their window).
+func appendKeys(dst []string, prefix, key string, pk *policyKeys, n int, clock ClockSource, ms int64) []string {
+	head := prefix + "{" + tag(key) + "}"
+	for i := range n {
+		k := head + pk.suffix[i]
+		if clock == AppClock {
+			id, _, _ := limiter.WindowID(ms, pk.wms[i])
+			k += ":" + strconv.FormatInt(id, 10)
+		}
+		dst = append(dst, k)
+	}
+	return dst
+}

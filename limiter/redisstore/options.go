@@ -1,0 +1,243 @@
+package redisstore
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// Defaults of New.
+const (
+	DefaultPrefix          = "rl:"
+	DefaultTimeout         = 100 * time.Millisecond
+	DefaultExpiryMargin    = 2 * time.Second
+	DefaultBreakerFailures = 5
+	DefaultBreakerOpen     = time.Second
+	DefaultCacheSize       = 1 << 14
+	DefaultBatchSize       = 64
+	DefaultBatchInFlight   = 4
+)
+
+// A ClockSource says whose clock places a request in its window.
+type ClockSource uint8
+
+const (
+	// AppClock decides with Request.Now, the limiter's clock. The window id
+	// is part of each Redis key, so a key holds one window only and no
+	// replica can ever charge a window it did not compute. Replicas whose
+	// clocks disagree by δ disagree about boundaries for δ: near a
+	// boundary a client may spend the old window's budget on one replica
+	// and the new one's on another, at most a second full budget, as in any
+	// boundary burst; within a window they share one count. A replica
+	// whose clock lags by more than the expiry margin may find an expired
+	// key and start that window again. Keep clocks synchronised (NTP) and
+	// the margin above their worst skew.
+	AppClock ClockSource = iota
+	// ServerClock decides with Redis's TIME, read inside the script: one
+	// clock for every replica, so boundaries agree exactly whatever the
+	// replicas' clocks say. Request.Now is ignored. Its failure mode is a
+	// Redis whose clock jumps (a failover to a node whose clock differs):
+	// a jump forward starts windows early; a jump back is absorbed, since
+	// a window stored later than TIME is decided in, never rewound. The
+	// over-limit cache converts between the two clocks with the offset it
+	// saw at the last round trip.
+	ServerClock
+)
+
+// String returns "app" or "server".
+func (c ClockSource) String() string {
+	if c == ServerClock {
+		return "server"
+	}
+	return "app"
+}
+
+// A FailurePolicy says what Take answers when Redis cannot decide: it is
+// unreachable, slower than the timeout, or the breaker is open.
+type FailurePolicy uint8
+
+const (
+	// FailClosed returns an error wrapping ErrUnavailable (the default):
+	// the quota is never exceeded, and the service answers 5xx while
+	// Redis is away. Suits logins, payments, costly calls.
+	FailClosed FailurePolicy = iota
+	// FailOpen admits: the Decision is that of an empty window, charged to
+	// nothing. Suits public reads, where an outage of the limiter must not
+	// become an outage of the service. Such decisions are counted in
+	// Stats.Degraded.
+	FailOpen
+	// FailLocal decides with an in-memory store on each replica, at the
+	// policy's limits divided by the fallback divisor (WithFallbackDivisor,
+	// N replicas → divisor N keeps the total near the limit). Counts kept
+	// there are forgotten when Redis answers again.
+	FailLocal
+)
+
+// String returns "closed", "open" or "local".
+func (f FailurePolicy) String() string {
+	switch f {
+	case FailOpen:
+		return "open"
+	case FailLocal:
+		return "local"
+	}
+	return "closed"
+}
+
+// A Pipelining says how concurrent decisions share round trips.
+type Pipelining uint8
+
+const (
+	// Batch (the default on a single node or Sentinel failover client)
+	// gathers the decisions that arrive while earlier ones are in flight
+	// into one script call: one EVALSHA decides up to the batch size of
+	// requests, each one atomically and in arrival order. It is not used
+	// with a Cluster client, whose batches would span slots; there Plain
+	// applies.
+	Batch Pipelining = iota
+	// Plain sends one EVALSHA per decision on the client's pool.
+	Plain
+	// AutoPipeline sends one EVALSHA per decision through go-redis's
+	// blocking autopipeliner, which writes concurrent commands as one
+	// pipeline.
+	AutoPipeline
+)
+
+// String returns "batch", "plain" or "autopipeline".
+func (p Pipelining) String() string {
+	switch p {
+	case Plain:
+		return "plain"
+	case AutoPipeline:
+		return "autopipeline"
+	}
+	return "batch"
+}
+
+// An Option configures New.
+type Option func(*config)
+
+type config struct {
+	prefix          string
+	clock           ClockSource
+	timeout         time.Duration
+	margin          time.Duration
+	failure         FailurePolicy
+	divisor         int64
+	observer        func(Event)
+	breakerFailures int
+	breakerOpen     time.Duration
+	cacheSize       int
+	pipelining      Pipelining
+	batchSize       int
+	batchInFlight   int
+	now             limiter.Clock
+}
+
+func defaults() config {
+	return config{
+		prefix:          DefaultPrefix,
+		timeout:         DefaultTimeout,
+		margin:          DefaultExpiryMargin,
+		divisor:         1,
+		breakerFailures: DefaultBreakerFailures,
+		breakerOpen:     DefaultBreakerOpen,
+		cacheSize:       DefaultCacheSize,
+		batchSize:       DefaultBatchSize,
+		batchInFlight:   DefaultBatchInFlight,
+		now:             limiter.SystemClock{},
+	}
+}
+
+// WithPrefix sets the prefix of every key (default DefaultPrefix). It may
+// not contain '{' or '}', which would move the Cluster hash tag.
+func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// WithClockSource chooses whose clock places requests in windows (default
+// AppClock). Every replica sharing a prefix must use the same source: the
+// two keep different keys.
+func WithClockSource(s ClockSource) Option { return func(c *config) { c.clock = s } }
+
+// WithTimeout bounds each decision (default DefaultTimeout), on top of the
+// request's own context. When it passes, the failure policy answers.
+func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithExpiryMargin sets how long a window's key outlives the window's end
+// (default DefaultExpiryMargin, a whole number of milliseconds): the slack
+// for replicas whose clocks lag.
+func WithExpiryMargin(d time.Duration) Option { return func(c *config) { c.margin = d } }
+
+// WithFailurePolicy sets the answer when Redis cannot decide (default
+// FailClosed).
+func WithFailurePolicy(f FailurePolicy) Option { return func(c *config) { c.failure = f } }
+
+// WithFallbackDivisor divides each limit by n (at least 1 remains) in the
+// in-memory fallback of FailLocal (default 1). Use the replica count.
+func WithFallbackDivisor(n int) Option { return func(c *config) { c.divisor = int64(n) } }
+
+// WithObserver registers a function called on every change of health
+// (see Event). It runs synchronously on the path of a decision and must
+// not block.
+func WithObserver(f func(Event)) Option { return func(c *config) { c.observer = f } }
+
+// WithBreaker sets the circuit breaker: it opens after failures
+// consecutive failed round trips (default DefaultBreakerFailures), and
+// while open no call reaches Redis: the failure policy answers at once.
+// After openFor (default DefaultBreakerOpen) one probe is let through; its
+// success closes the breaker.
+func WithBreaker(failures int, openFor time.Duration) Option {
+	return func(c *config) { c.breakerFailures, c.breakerOpen = failures, openFor }
+}
+
+// WithOverLimitCache bounds the over-limit cache to n keys (default
+// DefaultCacheSize); 0 disables it. A key found over its limit in a window
+// is refused locally, with no round trip, until that window ends.
+func WithOverLimitCache(n int) Option { return func(c *config) { c.cacheSize = n } }
+
+// WithPipelining chooses how concurrent decisions share round trips
+// (default Batch).
+func WithPipelining(p Pipelining) Option { return func(c *config) { c.pipelining = p } }
+
+// WithBatching sizes Batch pipelining: at most size decisions per script
+// call (default DefaultBatchSize) and at most inFlight calls at once
+// (default DefaultBatchInFlight).
+func WithBatching(size, inFlight int) Option {
+	return func(c *config) { c.batchSize, c.batchInFlight = size, inFlight }
+}
+
+// WithClock sets the clock that Reset reads to find the current windows
+// under AppClock, and that the fallback store sweeps by (default
+// limiter.SystemClock). Decisions use Request.Now.
+func WithClock(clk limiter.Clock) Option { return func(c *config) { c.now = clk } }
+
+func (c *config) validate() error {
+	switch {
+	case strings.ContainsAny(c.prefix, "{}"):
+		return fmt.Errorf("%w: prefix %q contains '{' or '}'", ErrInvalidOption, c.prefix)
+	case c.clock > ServerClock:
+		return fmt.Errorf("%w: clock source %d", ErrInvalidOption, c.clock)
+	case c.timeout <= 0:
+		return fmt.Errorf("%w: timeout %v must be > 0", ErrInvalidOption, c.timeout)
+	case c.margin < 0 || c.margin%time.Millisecond != 0:
+		return fmt.Errorf("%w: expiry margin %v must be a whole number of milliseconds ≥ 0", ErrInvalidOption, c.margin)
+	case c.failure > FailLocal:
+		return fmt.Errorf("%w: failure policy %d", ErrInvalidOption, c.failure)
+	case c.divisor < 1:
+		return fmt.Errorf("%w: fallback divisor %d must be ≥ 1", ErrInvalidOption, c.divisor)
+	case c.breakerFailures < 1 || c.breakerOpen <= 0:
+		return fmt.Errorf("%w: breaker needs failures ≥ 1 and an open time > 0, got %d and %v",
+			ErrInvalidOption, c.breakerFailures, c.breakerOpen)
+	case c.cacheSize < 0:
+		return fmt.Errorf("%w: over-limit cache size %d must be ≥ 0", ErrInvalidOption, c.cacheSize)
+	case c.pipelining > AutoPipeline:
+		return fmt.Errorf("%w: pipelining %d", ErrInvalidOption, c.pipelining)
+	case c.batchSize < 1 || c.batchInFlight < 1:
+		return fmt.Errorf("%w: batching needs size ≥ 1 and in-flight ≥ 1, got %d and %d",
+			ErrInvalidOption, c.batchSize, c.batchInFlight)
+	case c.now == nil:
+		return fmt.Errorf("%w: clock is nil", ErrInvalidOption)
+	}
+	return nil
+}

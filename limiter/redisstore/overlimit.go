@@ -1,0 +1,145 @@
+package redisstore
+
+import (
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// overLimit remembers keys that are over their limit. Counts never fall
+// inside a window, so a key whose count has reached its limit in window W
+// refuses every request until W ends: such requests are answered here,
+// with the same limiter.Decide, and never reach Redis.
+//
+// Memory is bounded: at most size entries, each the client key (shared
+// with the caller's string) plus about 100 bytes. A full shard first drops
+// its expired entries; if it is still full, the new entry is not kept,
+// which costs only round trips.
+type overLimit struct {
+	seed     maphash.Seed
+	shards   [olShards]olShard
+	perShard int
+}
+
+const olShards = 64
+
+type olShard struct {
+	mu sync.Mutex
+	m  map[olKey]olEntry
+	_  [40]byte
+}
+
+type olKey struct {
+	p   *limiter.Policy
+	key string
+}
+
+type olEntry struct {
+	states [limiter.MaxWindows]limiter.State
+	until  int64 // ms, in the store's time base, when the last full window ends
+	offset time.Duration
+}
+
+func newOverLimit(size int) *overLimit {
+	if size == 0 {
+		return nil
+	}
+	c := &overLimit{seed: maphash.MakeSeed(), perShard: max(1, size/olShards)}
+	for i := range c.shards {
+		c.shards[i].m = make(map[olKey]olEntry)
+	}
+	return c
+}
+
+func (c *overLimit) shard(key string) *olShard {
+	return &c.shards[maphash.String(c.seed, key)%olShards]
+}
+
+// lookup answers a request for a key known to be over its limit. now is
+// the request's instant; under ServerClock the entry's offset converts it
+// to Redis's time. ok is false when the key is unknown, its full windows
+// have ended, or (the clock stepped back) Decide would admit.
+func (c *overLimit) lookup(p *limiter.Policy, key string, now time.Time, cost int64) (d limiter.Decision, ok bool) {
+	if c == nil {
+		return d, false
+	}
+	sh := c.shard(key)
+	k := olKey{p, key}
+	sh.mu.Lock()
+	e, found := sh.m[k]
+	if found && now.Add(e.offset).UnixMilli() >= e.until {
+		delete(sh.m, k)
+		found = false
+	}
+	sh.mu.Unlock()
+	if !found {
+		return d, false
+	}
+	_, d = limiter.Decide(p, e.states, now.Add(e.offset), cost)
+	return d, !d.Allowed
+}
+
+// note records the states after a decision made by Redis at instant at
+// (Redis's time under ServerClock), if some window is full.
+func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindows]limiter.State, at, reqNow time.Time) {
+	if c == nil {
+		return
+	}
+	var until int64
+	full := false
+	for i := range p.NumRates() {
+		r := p.Rate(i)
+		if s := states[i]; s.Count < 0 || s.Count >= r.Limit {
+			_, _, end := limiter.WindowID(at.UnixMilli(), r.Window.Milliseconds())
+			if !full || end > until {
+				until = end
+			}
+			full = true
+		}
+	}
+	if !full {
+		return
+	}
+	sh := c.shard(key)
+	e := olEntry{states: states, until: until, offset: at.Sub(reqNow)}
+	sh.mu.Lock()
+	if len(sh.m) >= c.perShard {
+		for k, old := range sh.m {
+			if reqNow.Add(old.offset).UnixMilli() >= old.until {
+				delete(sh.m, k)
+			}
+		}
+	}
+	if len(sh.m) < c.perShard {
+		sh.m[olKey{p, key}] = e
+	}
+	sh.mu.Unlock()
+}
+
+// forget drops key's entry under p.
+func (c *overLimit) forget(p *limiter.Policy, key string) {
+	if c == nil {
+		return
+	}
+	sh := c.shard(key)
+	sh.mu.Lock()
+	delete(sh.m, olKey{p, key})
+	sh.mu.Unlock()
+}
+
+// len returns the number of entries held.
+func (c *overLimit) len() int {
+	if c == nil {
+		return 0
+	}
+	n := 0
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}

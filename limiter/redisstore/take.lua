@@ -1,0 +1,162 @@
+-- take.lua decides one or more rate-limit requests atomically: the whole
+-- script runs with no other command interleaved. Each request is decided in
+-- turn, all-or-nothing over the windows of its policy, by the rule of
+-- limiter.Decide; the Go side recomputes the Decision from the counts this
+-- script returns and checks that both verdicts agree.
+--
+-- KEYS: the key of every window of every request, in order.
+-- ARGV[1]: clock, "a" (the application's: the window id is in each key, and
+--          each request carries its instant) or "s" (Redis's TIME).
+-- ARGV[2]: expiry margin in ms, added to the window's end.
+-- ARGV[3]: number of requests; then per request:
+--          now_ms (ignored with clock "s"), cost, peek (0/1), n windows,
+--          then n pairs of limit, window_ms.
+--
+-- Reply: {sec, usec} of TIME (0, 0 with clock "a"), then per request:
+--        allowed (1/0), the instant decided at in ms, and the count found
+--        in each window before this request (-1 when corrupt).
+--
+-- Storage: clock "a" keeps a plain integer per key (the key names its
+-- window); clock "s" keeps a hash {w = window id, c = count}.
+--
+-- Expiry is set only when a window's count is created (SET ... PX, or
+-- PEXPIREAT after a window change), never on later calls, so traffic cannot
+-- push a window's end back. A refusal writes no count; the one write it may
+-- make is to give a key found with no expiry at all the expiry it should
+-- have had (it never changes an existing expiry).
+
+local server = ARGV[1] == 's'
+local margin = tonumber(ARGV[2])
+local nreq = tonumber(ARGV[3])
+local exact = 9007199254740992 -- 2^53: counts above are clamped (and refused)
+
+local sec, usec, tnow = 0, 0, 0
+if server then
+  local t = redis.call('TIME')
+  sec, usec = tonumber(t[1]), tonumber(t[2])
+  tnow = sec * 1000 + math.floor(usec / 1000)
+end
+
+local function int(x)
+  return string.format('%.0f', x)
+end
+
+-- count parses a stored count: nil when absent, -1 when corrupt.
+local function count(v)
+  if v == false or v == nil then
+    return nil
+  end
+  local c = tonumber(v)
+  if c == nil or c < 0 or c ~= math.floor(c) then
+    return -1
+  end
+  if c > exact then
+    return exact
+  end
+  return c
+end
+
+local out = {sec, usec}
+local a, k = 4, 1
+for _ = 1, nreq do
+  local now = tonumber(ARGV[a])
+  local costArg = ARGV[a + 1]
+  local cost = tonumber(costArg)
+  local peek = ARGV[a + 2] == '1'
+  local n = tonumber(ARGV[a + 3])
+  a = a + 4
+  local lim, wms, cnt, found, fresh, ends, bare = {}, {}, {}, {}, {}, {}, {}
+  for i = 1, n do
+    lim[i] = tonumber(ARGV[a])
+    wms[i] = tonumber(ARGV[a + 1])
+    a = a + 2
+  end
+
+  if server then
+    -- Read every window first: a stored window later than TIME's (the clock
+    -- stepped back, or a failover to a node whose clock lags) moves the
+    -- decision to that window; a count is never rewound.
+    now = tnow
+    local ws = {}
+    for i = 1, n do
+      local h = redis.call('HMGET', KEYS[k + i - 1], 'w', 'c')
+      ws[i] = tonumber(h[1])
+      found[i] = h[1] ~= false
+      cnt[i] = count(h[2]) or 0
+      if found[i] and ws[i] == nil then
+        cnt[i] = -1
+      end
+      if ws[i] ~= nil and ws[i] * wms[i] > now then
+        now = ws[i] * wms[i]
+      end
+    end
+    for i = 1, n do
+      local id = math.floor(now / wms[i])
+      ends[i] = (id + 1) * wms[i]
+      if not found[i] or ws[i] ~= nil and ws[i] ~= id then
+        cnt[i] = 0
+        fresh[i] = id
+      end
+    end
+  else
+    for i = 1, n do
+      local v = redis.call('GET', KEYS[k + i - 1])
+      local c = count(v)
+      found[i] = c ~= nil
+      cnt[i] = c or 0
+      ends[i] = (math.floor(now / wms[i]) + 1) * wms[i]
+    end
+  end
+
+  local allowed = true
+  for i = 1, n do
+    local c = cnt[i]
+    if cost > lim[i] or c < 0 or c > lim[i] - cost then
+      allowed = false
+    end
+  end
+
+  if not peek then
+    for i = 1, n do
+      if found[i] and redis.call('PTTL', KEYS[k + i - 1]) == -1 then
+        bare[i] = true
+      end
+    end
+    for i = 1, n do
+      local key = KEYS[k + i - 1]
+      if server then
+        if allowed and fresh[i] ~= nil then
+          redis.call('HSET', key, 'w', int(fresh[i]), 'c', costArg)
+          redis.call('PEXPIREAT', key, int(ends[i] + margin))
+        else
+          if allowed then
+            redis.call('HINCRBY', key, 'c', costArg)
+          end
+          if bare[i] then
+            redis.call('PEXPIREAT', key, int(ends[i] + margin))
+          end
+        end
+      else
+        local ttl = ends[i] - now + margin
+        if allowed and not found[i] then
+          redis.call('SET', key, costArg, 'PX', int(ttl))
+        else
+          if allowed then
+            redis.call('INCRBY', key, costArg)
+          end
+          if bare[i] then
+            redis.call('PEXPIRE', key, int(ttl))
+          end
+        end
+      end
+    end
+  end
+
+  out[#out + 1] = allowed and 1 or 0
+  out[#out + 1] = now
+  for i = 1, n do
+    out[#out + 1] = cnt[i]
+  end
+  k = k + n
+end
+return out
