@@ -1,0 +1,67 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// limiterModel runs the module's real limiter.Limiter over a real
+// MemoryStore, with a fake clock set to each request's instant.
+type limiterModel struct {
+	lim   *limiter.Limiter
+	store *limiter.MemoryStore
+	clock *fakeclock.Clock
+}
+
+func newFixedWindow(cfg Config, keys int) (Model, error) {
+	p, err := limiter.NewPolicy("sim-fixed-window", limiter.Rate{Limit: cfg.Limit, Window: cfg.Window})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return newLimiterModel(p, keys)
+}
+
+// newLimiterModel builds a limiter for p whose store holds every counter
+// the pattern can need at once: one shard, so that the bound is not split
+// unevenly, and room for one counter per key and window. A store that
+// evicted would hand clients fresh budgets and falsify the table; Allow
+// checks that it never did.
+func newLimiterModel(p *limiter.Policy, keys int) (*limiterModel, error) {
+	clock := fakeclock.New(time.Unix(0, 0))
+	store, err := limiter.NewMemoryStore(
+		limiter.WithMemoryClock(clock),
+		limiter.WithShards(1),
+		limiter.WithMaxKeys(max(keys*p.NumRates(), limiter.MaxWindows)),
+		limiter.WithSweepInterval(0),
+	)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := limiter.New(p, limiter.WithClock(clock), limiter.WithStore(store))
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return &limiterModel{lim: lim, store: store, clock: clock}, nil
+}
+
+func (m *limiterModel) Allow(ctx context.Context, key string, at time.Duration) (bool, error) {
+	m.clock.Set(time.Unix(0, 0).Add(at))
+	d, err := m.lim.Allow(ctx, key, 1)
+	if err != nil {
+		return false, err
+	}
+	if n := m.store.Evictions(); n > 0 {
+		return false, fmt.Errorf("sim: the memory store evicted %d counters; results would be wrong", n)
+	}
+	return d.Allowed, nil
+}
+
+func (m *limiterModel) Close() error {
+	m.lim.Close()
+	return m.store.Close()
+}
