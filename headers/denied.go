@@ -1,0 +1,82 @@
+package headers
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// WriteDenied writes the whole 429 Too Many Requests response for d: the
+// headers of Write, Retry-After (always, since a 429 must say when to come
+// back), Cache-Control: no-store, and a short body, plain text or RFC 9457
+// problem+json (WithProblemJSON). It never writes an error's text. Its
+// signature fits the middleware's denied-handler hook.
+func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter.Decision) {
+	h := rw.Header()
+	retry := int64(1)
+	if d != nil {
+		w.Write(h, d)
+		retry = RetryAfterSeconds(d.RetryAfter)
+	}
+	h[w.names.RetryAfter] = []string{strconv.FormatInt(retry, 10)}
+	h["Cache-Control"] = []string{"no-store"}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	var body []byte
+	if w.problem != nil {
+		h["Content-Type"] = []string{"application/problem+json"}
+		body = w.problemBody(d, retry)
+	} else {
+		h["Content-Type"] = []string{"text/plain; charset=utf-8"}
+		body = textBody(retry)
+	}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	rw.WriteHeader(http.StatusTooManyRequests)
+	if r == nil || r.Method != http.MethodHead {
+		_, _ = rw.Write(body)
+	}
+}
+
+// textBody is "rate limit exceeded; retry in 30 seconds\n".
+func textBody(retry int64) []byte {
+	b := make([]byte, 0, 64)
+	b = append(b, "rate limit exceeded; retry in "...)
+	b = strconv.AppendInt(b, retry, 10)
+	b = append(b, " second"...)
+	if retry != 1 {
+		b = append(b, 's')
+	}
+	return append(b, '\n')
+}
+
+// problemBody builds the problem+json body. Every string in it is either
+// fixed at construction (already JSON-encoded) or made of digits and
+// policy-name characters, so it needs no escaping here.
+func (w *Writer) problemBody(d *limiter.Decision, retry int64) []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"type":`...)
+	b = append(b, w.problem.typ...)
+	b = append(b, `,"title":`...)
+	b = append(b, w.problem.title...)
+	b = append(b, `,"status":429,"detail":"rate limit`...)
+	if d != nil && d.Limit > 0 && d.Window > 0 {
+		b = append(b, " of "...)
+		b = strconv.AppendInt(b, d.Limit, 10)
+		b = append(b, " per "...)
+		b = append(b, windowSuffix(d.Window)...)
+	}
+	b = append(b, " exceeded; retry in "...)
+	b = strconv.AppendInt(b, retry, 10)
+	b = append(b, " second"...)
+	if retry != 1 {
+		b = append(b, 's')
+	}
+	b = append(b, `","retry_after":`...)
+	b = strconv.AppendInt(b, retry, 10)
+	if d != nil && d.Window > 0 {
+		b = append(b, `,"violated-policies":["`...)
+		b = append(b, windowName(d.Policy, d.Window)...)
+		b = append(b, `"]`...)
+	}
+	return append(b, "}\n"...)
+}

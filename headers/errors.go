@@ -1,0 +1,7 @@
+package headers
+
+import "errors"
+
+// ErrInvalidOption is wrapped by every error New returns: a header name
+// that is not a valid field name, two headers given one name, a nil clock.
+var ErrInvalidOption = errors.New("headers: invalid option")

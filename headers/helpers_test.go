@@ -1,0 +1,48 @@
+package headers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// noon30 is 12:00:30 UTC, thirty seconds before a minute boundary.
+var noon30 = time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)
+
+// newLimiter returns a limiter for p on a fake clock reading at, closed
+// when the test ends.
+func newLimiter(t *testing.T, p *limiter.Policy, at time.Time) (*limiter.Limiter, *fakeclock.Clock) {
+	t.Helper()
+	clk := fakeclock.New(at)
+	l, err := limiter.New(p, limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l, clk
+}
+
+// allow takes n units one at a time and returns the last decision.
+func allow(t *testing.T, l *limiter.Limiter, n int) limiter.Decision {
+	t.Helper()
+	var d limiter.Decision
+	for range n {
+		var err error
+		if d, err = l.Allow(context.Background(), "k", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func newWriter(t *testing.T, opts ...Option) *Writer {
+	t.Helper()
+	w, err := New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}

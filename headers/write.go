@@ -1,0 +1,142 @@
+package headers
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// block is the single allocation of a Write: the header values, their
+// one-element slices, and the bytes the values are made of. http.Header
+// values must be fresh slices, since handlers may modify them, and a value
+// that differs per request needs fresh bytes; one block holds both.
+type block struct {
+	vals [6]string
+	buf  [96]byte
+}
+
+// bigBlock is a block with room for the draft fields of one or two
+// windows; a longer RateLimit value grows into a second allocation.
+type bigBlock struct {
+	vals [6]string
+	buf  [224]byte
+}
+
+// Write sets the rate-limit headers of d on h: X-RateLimit-Limit,
+// X-RateLimit-Remaining and X-RateLimit-Reset (the Unix second, rounded
+// up, at which the deciding window ends), the draft RateLimit and
+// RateLimit-Policy fields when enabled, and on a denial only, Retry-After
+// in whole seconds rounded up, at least 1. On an admission it removes any
+// Retry-After. A nil d writes nothing.
+//
+// Write is on every request's path: it formats numbers into one heap block
+// per call (one allocation, see BenchmarkWrite) and sets the map with
+// pre-canonicalised names, never through fmt or Header.Set.
+func (w *Writer) Write(h http.Header, d *limiter.Decision) {
+	if d == nil {
+		return
+	}
+	var vals []string
+	var b []byte
+	if w.draft {
+		blk := new(bigBlock)
+		vals, b = blk.vals[:0:len(blk.vals)], blk.buf[:0]
+	} else {
+		blk := new(block)
+		vals, b = blk.vals[:0:len(blk.vals)], blk.buf[:0]
+	}
+	type field struct {
+		name       string
+		start, end int
+	}
+	var fields [6]field
+	n := 0
+	add := func(name string, start int) {
+		fields[n] = field{name, start, len(b)}
+		n++
+	}
+	if w.legacy {
+		s := len(b)
+		b = strconv.AppendInt(b, d.Limit, 10)
+		add(w.names.Limit, s)
+		s = len(b)
+		b = strconv.AppendInt(b, d.Remaining, 10)
+		add(w.names.Remaining, s)
+		s = len(b)
+		b = strconv.AppendInt(b, unixCeil(d.ResetAt), 10)
+		add(w.names.Reset, s)
+	}
+	if !d.Allowed {
+		s := len(b)
+		b = strconv.AppendInt(b, RetryAfterSeconds(d.RetryAfter), 10)
+		add(w.names.RetryAfter, s)
+	}
+	var policyValue string
+	if w.draft {
+		var now time.Time
+		if d.Allowed {
+			now = w.clock.Now()
+		} else {
+			now = d.ResetAt.Add(-d.RetryAfter)
+		}
+		var s int
+		s, b, policyValue = w.appendDraft(b, d, now)
+		add(w.names.RateLimit, s)
+	}
+	// The bytes are final: every value is a substring of one string that
+	// aliases them, as strings.Builder does. Nothing writes to b again.
+	all := unsafe.String(unsafe.SliceData(b), len(b))
+	for i := range n {
+		f := fields[i]
+		vals = append(vals, all[f.start:f.end])
+		h[f.name] = vals[i : i+1 : i+1]
+	}
+	if policyValue != "" {
+		vals = append(vals, policyValue)
+		h[w.names.RateLimitPolicy] = vals[n : n+1 : n+1]
+	}
+	if d.Allowed {
+		delete(h, w.names.RetryAfter)
+	}
+}
+
+// appendDraft appends the RateLimit value of d to b and returns where it
+// starts, the new b and the RateLimit-Policy value.
+func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int, []byte, string) {
+	start := len(b)
+	n := d.NumWindows()
+	if n == 0 {
+		q := `"` + windowName(nil, d.Window) + `"`
+		b = appendService(b, q, d.Remaining, d.ResetAt.Sub(now))
+		return start, b, string(appendPolicyItem(nil, q, d.Limit, d.Window))
+	}
+	info := w.policies.get(d.Policy)
+	if !w.everyWindow {
+		i := info.index(d.Window)
+		if i < 0 {
+			q := `"` + windowName(d.Policy, d.Window) + `"`
+			return start, appendService(b, q, d.Remaining, d.ResetAt.Sub(now)), info.policy
+		}
+		return start, appendService(b, info.quoted[i], d.Remaining, d.ResetAt.Sub(now)), info.policy
+	}
+	for i := range min(n, len(info.quoted)) {
+		ws := d.WindowAt(i)
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendService(b, info.quoted[i], ws.Remaining, ws.ResetAt().Sub(now))
+	}
+	return start, b, info.policy
+}
+
+// appendService appends one RateLimit item: "name";r=remaining;t=seconds.
+func appendService(b []byte, quoted string, remaining int64, untilReset time.Duration) []byte {
+	b = append(b, quoted...)
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, remaining, 10)
+	b = append(b, ";t="...)
+	return strconv.AppendInt(b, ceilSeconds(untilReset), 10)
+}
