@@ -44,17 +44,16 @@ func (r Rate) String() string {
 // 2^53 (tested by division, so nothing can overflow).
 func (r Rate) validate() error {
 	if r.Window < time.Millisecond {
-		return fmt.Errorf("%w: window %v is shorter than 1ms", ErrInvalidPolicy, r.Window)
+		return fmt.Errorf("window %v is shorter than 1ms", r.Window)
 	}
 	if r.Window%time.Millisecond != 0 {
-		return fmt.Errorf("%w: window %v is not a whole number of milliseconds", ErrInvalidPolicy, r.Window)
+		return fmt.Errorf("window %v is not a whole number of milliseconds", r.Window)
 	}
 	if r.Limit <= 0 {
-		return fmt.Errorf("%w: limit %d must be > 0", ErrInvalidPolicy, r.Limit)
+		return fmt.Errorf("limit %d must be > 0", r.Limit)
 	}
 	if r.Limit > maxExactInteger/r.Window.Milliseconds() {
-		return fmt.Errorf("%w: limit %d per %v exceeds the exact integer budget (limit × window in ms must be ≤ 2^53)",
-			ErrInvalidPolicy, r.Limit, r.Window)
+		return fmt.Errorf("limit %d per %v exceeds the exact integer budget (limit × window in ms must be ≤ 2^53)", r.Limit, r.Window)
 	}
 	return nil
 }
@@ -95,7 +94,7 @@ func NewPolicy(name string, rates ...Rate) (*Policy, error) {
 	id.WriteString(name)
 	for i, r := range rates {
 		if err := r.validate(); err != nil {
-			return nil, fmt.Errorf("policy %q rate %d: %w", name, i, err)
+			return nil, fmt.Errorf("%w: policy %q rate %d: %v", ErrInvalidPolicy, name, i, err)
 		}
 		for _, prev := range rates[:i] {
 			if prev.Window == r.Window {

@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"context"
 	"errors"
 	"strings"
 

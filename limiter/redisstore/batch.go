@@ -1,0 +1,141 @@
+package redisstore
+
+import (
+	"context"
+	"sync"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// batcher shares round trips between concurrent decisions. A decision that
+// finds fewer than inFlight script calls running starts one; the others
+// queue, and each running call, when its reply is in, takes up to size
+// queued decisions into its next call. Under light load a decision goes
+// out at once, alone; under heavy load calls carry many decisions, which
+// cuts both the client's and the server's cost per decision. The script
+// decides the requests of one call in arrival order, each atomically.
+type batcher struct {
+	s        *Store
+	mu       sync.Mutex
+	queue    []*call
+	running  int
+	size     int
+	inFlight int
+	wg       sync.WaitGroup
+}
+
+// A call is one decision waiting in the batcher.
+type call struct {
+	ctx  context.Context
+	req  *limiter.Request
+	res  *result
+	err  error
+	done chan struct{}
+}
+
+var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+
+func newBatcher(s *Store) *batcher {
+	return &batcher{s: s, size: s.cfg.batchSize, inFlight: s.cfg.batchInFlight}
+}
+
+// do queues one decision and waits for its result or for ctx to end.
+func (b *batcher) do(ctx context.Context, req *limiter.Request, r *result) error {
+	c := callPool.Get().(*call)
+	c.ctx, c.req, c.res, c.err = ctx, req, r, nil
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	start := b.running < b.inFlight
+	if start {
+		b.running++
+		b.wg.Add(1)
+	}
+	b.mu.Unlock()
+	if start {
+		go b.loop()
+	}
+	select {
+	case <-c.done:
+		err := c.err
+		c.ctx, c.req, c.res = nil, nil, nil
+		callPool.Put(c)
+		return err
+	case <-ctx.Done():
+		// The call may still be sent (it is then charged, as any request
+		// whose answer was lost) or dropped; it is not reused either way.
+		return ctx.Err()
+	}
+}
+
+// loop sends batches until the queue is empty.
+func (b *batcher) loop() {
+	defer b.wg.Done()
+	var (
+		batch []*call
+		keys  []string
+		args  []any
+		res   []result
+		nwin  []int
+	)
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), b.size)
+		if n == 0 {
+			b.running--
+			b.mu.Unlock()
+			return
+		}
+		batch = append(batch[:0], b.queue[:n]...)
+		rest := copy(b.queue, b.queue[n:])
+		clear(b.queue[rest:])
+		b.queue = b.queue[:rest]
+		b.mu.Unlock()
+		keys, args, res, nwin = b.send(batch, keys[:0], args[:0], res[:0], nwin[:0])
+	}
+}
+
+// send runs one batch and hands each call its result. It returns its
+// buffers for reuse.
+func (b *batcher) send(batch []*call, keys []string, args []any, res []result, nwin []int) ([]string, []any, []result, []int) {
+	s := b.s
+	live := batch[:0]
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			c.done <- struct{}{}
+			continue
+		}
+		live = append(live, c)
+	}
+	if len(live) == 0 {
+		return keys, args, res, nwin
+	}
+	h := s.cfg.header(len(live))
+	args = append(args, h[:]...)
+	for _, c := range live {
+		pk := s.keys.get(c.req.Policy)
+		n := c.req.Policy.NumRates()
+		keys = appendKeys(keys, s.cfg.prefix, c.req.Key, pk, n, s.cfg.clock, c.req.Now.UnixMilli())
+		args = appendArgs(args, c.req, pk)
+		nwin = append(nwin, n)
+	}
+	res = append(res, make([]result, len(live))...)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout)
+	v, err := s.roundTrip(ctx, context.Background(), keys, args)
+	cancel()
+	if err == nil {
+		err = parseReply(v, func(i int) int { return nwin[i] }, res)
+	}
+	for i, c := range live {
+		if err == nil {
+			*c.res = res[i]
+		}
+		c.err = err
+		c.done <- struct{}{}
+	}
+	clear(args)
+	return keys, args, res, nwin
+}
+
+// wait blocks until no batch is running.
+func (b *batcher) wait() { b.wg.Wait() }

@@ -1,0 +1,75 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/redis/go-redis/v9"
+)
+
+// t0 is a window-aligned instant: 2026-07-31 12:00:00 UTC.
+var t0 = time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC)
+
+// testPrefix returns a key prefix no other test (or agent) uses.
+func testPrefix(t testing.TB) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := strings.NewReplacer("{", "(", "}", ")", "/", ".").Replace(t.Name())
+	return "test:" + name + ":" + hex.EncodeToString(b[:]) + ":"
+}
+
+// newStore builds a store on c with a private prefix and closes it when
+// the test ends.
+func newStore(t testing.TB, c redis.UniversalClient, opts ...Option) *Store {
+	t.Helper()
+	s, err := New(c, append([]Option{WithPrefix(testPrefix(t))}, opts...)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// newLimiter builds a limiter on s with a fake clock.
+func newLimiter(t testing.TB, p *limiter.Policy, s limiter.Store, clk *fakeclock.Clock) *limiter.Limiter {
+	t.Helper()
+	l, err := limiter.New(p, limiter.WithStore(s), limiter.WithClock(clk))
+	if err != nil {
+		t.Fatalf("limiter.New: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// commandCalls returns how many times the server ran cmd (INFO
+// commandstats), e.g. "evalsha".
+func commandCalls(t testing.TB, c redis.UniversalClient, cmd string) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+			var n int64
+			for _, ch := range rest {
+				if ch < '0' || ch > '9' {
+					break
+				}
+				n = n*10 + int64(ch-'0')
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+func sharedClient(t testing.TB) *redis.Client { return redistest.Shared(t) }

@@ -1,0 +1,87 @@
+package redisstore
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// fire sends n concurrent Allow calls spread over the limiters and returns
+// how many were admitted; any error fails the test.
+func fire(t *testing.T, ls []*limiter.Limiter, key string, n int) int64 {
+	t.Helper()
+	var (
+		admitted atomic.Int64
+		wg       sync.WaitGroup
+		errs     = make(chan error, n)
+	)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			d, err := ls[i%len(ls)].Allow(context.Background(), key, 1)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if d.Allowed {
+				admitted.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("Allow: %v", err)
+	}
+	return admitted.Load()
+}
+
+// TestReplicasShareOneLimit runs four replicas (each its own client, store
+// and limiter) firing 1,000 concurrent calls at one key: exactly the limit
+// is admitted, round after round.
+func TestReplicasShareOneLimit(t *testing.T) {
+	const limit, calls, rounds = 137, 1000, 3
+	for _, tc := range []struct {
+		name  string
+		opts  []Option
+		clock ClockSource
+	}{
+		{"batch_app_clock", []Option{WithPipelining(Batch)}, AppClock},
+		{"plain_app_clock", []Option{WithPipelining(Plain)}, AppClock},
+		{"autopipeline_app_clock", []Option{WithPipelining(AutoPipeline)}, AppClock},
+		{"batch_server_clock", []Option{WithPipelining(Batch), WithClockSource(ServerClock)}, ServerClock},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := limiter.MustPolicy("replicas", limiter.PerHour(limit))
+			prefix := testPrefix(t)
+			clk := fakeclock.New(t0)
+			var ls []*limiter.Limiter
+			for range 4 {
+				c := redistest.Client(t, redistest.SharedAddr)
+				s, err := New(c, append([]Option{WithPrefix(prefix)}, tc.opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				ls = append(ls, newLimiter(t, p, s, clk))
+			}
+			for round := range rounds {
+				key := "client-" + string(rune('a'+round))
+				if got := fire(t, ls, key, calls); got != limit {
+					t.Fatalf("round %d: admitted %d of %d, want exactly %d", round, got, calls, limit)
+				}
+				clk.Advance(time.Minute)
+			}
+		})
+	}
+}
