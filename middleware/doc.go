@@ -1,0 +1,45 @@
+// Package middleware puts a fixed-window limiter in front of HTTP handlers.
+//
+// New returns the usual func(http.Handler) http.Handler, so the result
+// wraps a single route (mux.Handle("GET /x", mw(h))), a chi group (r.Use,
+// r.With) or a whole server. Settings are checked once, by New; a request
+// never discovers a bad configuration.
+//
+// For each request the middleware resolves the client's key (by default
+// its remote host), asks the limiter, and then:
+//
+//   - allowed: sets the rate-limit headers and calls the wrapped handler;
+//   - denied: answers 429 Too Many Requests with Retry-After, through the
+//     headers package (or a custom DeniedHandler);
+//   - the limiter could not decide (a store failing, a cancelled request):
+//     answers 500 with a generic body, never the error's text, or calls the
+//     wrapped handler when WithFailOpen is set;
+//   - the key could not be resolved: answers 400 (or a custom handler). A
+//     client without a key is never pooled into a bucket shared by all.
+//
+// Several limits on one route (per client address and per user, say) are
+// given to one middleware with WithLimiter, not by stacking two
+// middlewares: the one middleware resolves every key first, then decides
+// in order, stops at the first refusal, and writes one coherent set of
+// headers describing the most restrictive decision. Two stacked
+// middlewares would each set the headers, and the inner one's would win
+// whatever they say.
+//
+// WithShadow decides, counts and sends headers but never refuses, so a new
+// limit can be watched before it is enforced. WithObserver sees every
+// decision, error and key failure; package middleware/metrics turns them
+// into Prometheus metrics.
+//
+//	p := limiter.MustPolicy("api", limiter.PerMinute(100))
+//	l, err := limiter.New(p)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	defer l.Close()
+//	mw, err := middleware.New(l) // keyed by remote host
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	mux := http.NewServeMux()
+//	mux.Handle("GET /api/items", mw(items))
+package middleware

@@ -1,0 +1,77 @@
+package middleware
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// An Outcome is what became of one request under one limiter.
+type Outcome uint8
+
+// The outcomes an Observer sees.
+const (
+	// Allowed: the limiter admitted the request.
+	Allowed Outcome = iota + 1
+	// Denied: the limiter refused the request and it was answered 429.
+	Denied
+	// ShadowDenied: the limiter refused the request, but shadow mode let
+	// it through.
+	ShadowDenied
+	// Error: the limiter could not decide. The request was answered by
+	// the error handler, or passed on if Event.FailOpen is set.
+	Error
+	// KeyError: the request's key could not be resolved; no limiter was
+	// asked.
+	KeyError
+)
+
+var outcomeNames = [...]string{
+	Allowed:      "allowed",
+	Denied:       "denied",
+	ShadowDenied: "shadow_denied",
+	Error:        "error",
+	KeyError:     "key_error",
+}
+
+// String returns the outcome's name in snake case ("shadow_denied"), as
+// used for metric labels.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) && outcomeNames[o] != "" {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// An Event describes one decision, error or key failure, for an Observer.
+// A middleware with several limiters reports one event per limiter it
+// asked. The zero Event describes nothing.
+type Event struct {
+	// Request is the request being limited. An observer must not keep it
+	// after returning.
+	Request *http.Request
+	// Key is the key the limiter was asked about; empty for KeyError.
+	// It identifies a client: log it with care and never use it as a
+	// metric label.
+	Key string
+	// Policy is the policy of the limiter concerned.
+	Policy *limiter.Policy
+	// Outcome is what became of the request under this limiter.
+	Outcome Outcome
+	// Decision is the limiter's answer; the zero Decision for Error and
+	// KeyError.
+	Decision limiter.Decision
+	// Err is the limiter's error for Error, the key function's for
+	// KeyError, and nil otherwise.
+	Err error
+	// FailOpen reports that an error let the request through.
+	FailOpen bool
+	// Duration is how long the limiter took to answer; zero for
+	// KeyError.
+	Duration time.Duration
+}
+
+// An Observer is told of every event, synchronously, on the request's
+// goroutine: it must be fast and safe for concurrent use.
+type Observer func(Event)

@@ -1,0 +1,19 @@
+// Package metrics counts the decisions of package middleware in Prometheus
+// metrics, so that the limiter core and the middleware never import
+// Prometheus.
+//
+// Three metrics, labelled by policy name and never by key, address or user
+// (labels that would identify clients and grow without bound):
+//
+//	ratelimit_decisions_total{policy, outcome}     outcome: allowed, denied, shadow_denied, error, key_error
+//	ratelimit_store_errors_total{policy, reason}   reason: canceled, timeout, closed, unavailable, circuit_open, invalid, other
+//	ratelimit_decision_duration_seconds{policy}    histogram of the limiter's answer time
+//
+// Use:
+//
+//	m, err := metrics.New(prometheus.DefaultRegisterer)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	mw, err := middleware.New(l, middleware.WithObserver(m.Observe))
+package metrics

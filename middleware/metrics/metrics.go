@@ -1,0 +1,145 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fixedwindow/ratelimit/middleware"
+)
+
+// DefaultBuckets are the latency buckets, in seconds: from 50µs (an
+// in-memory decision) to 1s (a store timing out).
+var DefaultBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
+
+// Errors returned by this package.
+var (
+	// ErrInvalidConfig reports a bad argument to New or to one of its
+	// options.
+	ErrInvalidConfig = errors.New("metrics: invalid configuration")
+)
+
+// Metrics holds the collectors. Its Observe method is a
+// middleware.Observer. The zero Metrics is not usable; call New.
+type Metrics struct {
+	decisions *prometheus.CounterVec
+	errors    *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	reason    func(error) string
+}
+
+// An Option configures New.
+type Option func(*config)
+
+type config struct {
+	namespace string
+	buckets   []float64
+	reason    func(error) string
+	err       error
+}
+
+var nameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// WithNamespace replaces the metric name prefix (default "ratelimit").
+func WithNamespace(ns string) Option {
+	return func(c *config) {
+		if !nameRE.MatchString(ns) {
+			c.fail(fmt.Errorf("%w: namespace %q is not a metric name", ErrInvalidConfig, ns))
+		}
+		c.namespace = ns
+	}
+}
+
+// WithBuckets replaces DefaultBuckets for the latency histogram. Bounds
+// must increase.
+func WithBuckets(b []float64) Option {
+	return func(c *config) {
+		if len(b) == 0 {
+			c.fail(fmt.Errorf("%w: no buckets", ErrInvalidConfig))
+		}
+		for i := 1; i < len(b); i++ {
+			if b[i] <= b[i-1] {
+				c.fail(fmt.Errorf("%w: bucket %v does not increase on %v", ErrInvalidConfig, b[i], b[i-1]))
+			}
+		}
+		c.buckets = append([]float64(nil), b...)
+	}
+}
+
+// WithReason replaces Reason, the function that names the reason of a
+// store error. It must return one of a few fixed strings: each one becomes
+// a label value.
+func WithReason(f func(error) string) Option {
+	return func(c *config) {
+		if f == nil {
+			c.fail(fmt.Errorf("%w: reason function is nil", ErrInvalidConfig))
+		}
+		c.reason = f
+	}
+}
+
+func (c *config) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// New creates the collectors and registers them with reg.
+func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
+	if reg == nil {
+		return nil, fmt.Errorf("%w: registerer is nil", ErrInvalidConfig)
+	}
+	c := config{namespace: "ratelimit", buckets: DefaultBuckets, reason: Reason}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	m := &Metrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: c.namespace,
+			Name:      "decisions_total",
+			Help:      "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error).",
+		}, []string{"policy", "outcome"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: c.namespace,
+			Name:      "store_errors_total",
+			Help:      "Decisions the limiter could not make, by policy and reason.",
+		}, []string{"policy", "reason"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: c.namespace,
+			Name:      "decision_duration_seconds",
+			Help:      "Time the limiter took to answer, by policy.",
+			Buckets:   c.buckets,
+		}, []string{"policy"}),
+		reason: c.reason,
+	}
+	for _, col := range []prometheus.Collector{m.decisions, m.errors, m.duration} {
+		if err := reg.Register(col); err != nil {
+			return nil, fmt.Errorf("metrics: register: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Observe records one middleware event. It is a middleware.Observer:
+// pass m.Observe to middleware.WithObserver.
+func (m *Metrics) Observe(e middleware.Event) {
+	policy := "unknown"
+	if e.Policy != nil {
+		policy = e.Policy.Name()
+	}
+	m.decisions.WithLabelValues(policy, e.Outcome.String()).Inc()
+	switch e.Outcome {
+	case middleware.KeyError:
+		return
+	case middleware.Error:
+		m.errors.WithLabelValues(policy, m.reason(e.Err)).Inc()
+	}
+	m.duration.WithLabelValues(policy).Observe(e.Duration.Seconds())
+}
+
+var _ middleware.Observer = (*Metrics)(nil).Observe

@@ -1,0 +1,234 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/middleware"
+	"github.com/fixedwindow/ratelimit/middleware/metrics"
+)
+
+var t0 = time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC)
+
+// failing is a limiter whose store is down.
+type failing struct{ p *limiter.Policy }
+
+func (f failing) Allow(context.Context, string, int64) (limiter.Decision, error) {
+	return limiter.Decision{}, fmt.Errorf("redisstore: take: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")})
+}
+func (f failing) Policy() *limiter.Policy { return f.p }
+
+// steppingClock advances 2ms at every reading, so every decision takes
+// 2ms.
+type steppingClock struct{ c *fakeclock.Clock }
+
+func (s steppingClock) Now() time.Time { s.c.Advance(2 * time.Millisecond); return s.c.Now() }
+
+func newHandler(t *testing.T, m *metrics.Metrics, l middleware.Limiter, opts ...middleware.Option) http.Handler {
+	t.Helper()
+	opts = append(opts, middleware.WithObserver(m.Observe), middleware.WithClock(steppingClock{fakeclock.New(t0)}))
+	mw, err := middleware.New(l, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+}
+
+func send(h http.Handler, remoteAddr string) {
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = remoteAddr
+	h.ServeHTTP(httptest.NewRecorder(), r)
+}
+
+func TestMetricsCountEveryOutcome(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := fakeclock.New(t0)
+	api, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(2)), limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	rollout, err := limiter.New(limiter.MustPolicy("rollout", limiter.PerMinute(1)), limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rollout.Close()
+	enforced := newHandler(t, m, api)
+	shadow := newHandler(t, m, rollout, middleware.WithShadow())
+	broken := newHandler(t, m, failing{limiter.MustPolicy("cache", limiter.PerMinute(5))}, middleware.WithFailOpen())
+
+	for _, addr := range []string{"192.0.2.10:1", "192.0.2.10:2", "192.0.2.10:3", "192.0.2.11:1"} {
+		send(enforced, addr) // 2 allowed, 1 denied for .10; 1 allowed for .11
+	}
+	send(enforced, "no-port") // key error
+	send(shadow, "192.0.2.10:1")
+	send(shadow, "192.0.2.10:2") // shadow denied
+	send(broken, "192.0.2.10:1")
+	send(broken, "192.0.2.10:2")
+
+	want := `
+# HELP ratelimit_decisions_total Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error).
+# TYPE ratelimit_decisions_total counter
+ratelimit_decisions_total{outcome="allowed",policy="api"} 3
+ratelimit_decisions_total{outcome="denied",policy="api"} 1
+ratelimit_decisions_total{outcome="key_error",policy="api"} 1
+ratelimit_decisions_total{outcome="allowed",policy="rollout"} 1
+ratelimit_decisions_total{outcome="shadow_denied",policy="rollout"} 1
+ratelimit_decisions_total{outcome="error",policy="cache"} 2
+# HELP ratelimit_store_errors_total Decisions the limiter could not make, by policy and reason.
+# TYPE ratelimit_store_errors_total counter
+ratelimit_store_errors_total{policy="cache",reason="unavailable"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ratelimit_decisions_total", "ratelimit_store_errors_total"); err != nil {
+		t.Error(err)
+	}
+	// One latency series per policy; each observation took 2ms on the
+	// stepping clock; key errors are not timed.
+	if n, err := testutil.GatherAndCount(reg, "ratelimit_decision_duration_seconds"); err != nil || n != 3 {
+		t.Errorf("latency series = %d (%v), want 3", n, err)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, f := range fams {
+		for _, mt := range f.GetMetric() {
+			for _, lp := range mt.GetLabel() {
+				if v := lp.GetValue(); strings.Contains(v, "192.0.2") || strings.Contains(v, "ip4:") || strings.Contains(v, "no-port") {
+					t.Errorf("metric %s has label %s=%q: a client identity", f.GetName(), lp.GetName(), v)
+				}
+			}
+			if f.GetName() == "ratelimit_decision_duration_seconds" {
+				h := mt.GetHistogram()
+				counts[mt.GetLabel()[0].GetValue()] = h.GetSampleCount()
+				if got, want := h.GetSampleSum(), 0.002*float64(h.GetSampleCount()); got < want-1e-9 || got > want+1e-9 {
+					t.Errorf("latency sum for %s = %v, want %v", mt.GetLabel()[0].GetValue(), got, want)
+				}
+			}
+		}
+	}
+	if want := map[string]uint64{"api": 4, "rollout": 2, "cache": 2}; fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Errorf("latency sample counts = %v, want %v", counts, want)
+	}
+}
+
+func TestNewRejectsBadConfiguration(t *testing.T) {
+	tests := []struct {
+		name string
+		reg  prometheus.Registerer
+		opts []metrics.Option
+	}{
+		{"nil_registerer", nil, nil},
+		{"bad_namespace", prometheus.NewRegistry(), []metrics.Option{metrics.WithNamespace("rate-limit")}},
+		{"empty_namespace", prometheus.NewRegistry(), []metrics.Option{metrics.WithNamespace("")}},
+		{"no_buckets", prometheus.NewRegistry(), []metrics.Option{metrics.WithBuckets(nil)}},
+		{"buckets_not_increasing", prometheus.NewRegistry(), []metrics.Option{metrics.WithBuckets([]float64{0.1, 0.1})}},
+		{"nil_reason", prometheus.NewRegistry(), []metrics.Option{metrics.WithReason(nil)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := metrics.New(tt.reg, tt.opts...)
+			if !errors.Is(err, metrics.ErrInvalidConfig) {
+				t.Fatalf("New error = %v, want ErrInvalidConfig", err)
+			}
+			if !strings.HasPrefix(err.Error(), "metrics: ") {
+				t.Errorf("New error = %q, want the prefix %q", err, "metrics: ")
+			}
+		})
+	}
+}
+
+func TestNewTwiceOnOneRegistryFails(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := metrics.New(reg); err != nil {
+		t.Fatal(err)
+	}
+	_, err := metrics.New(reg)
+	var are prometheus.AlreadyRegisteredError
+	if !errors.As(err, &are) {
+		t.Fatalf("second New error = %v, want prometheus.AlreadyRegisteredError", err)
+	}
+	if _, err := metrics.New(reg, metrics.WithNamespace("edge")); err != nil {
+		t.Errorf("New with another namespace: %v", err)
+	}
+}
+
+func TestCustomReasonAndBuckets(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, metrics.WithReason(func(error) string { return "redis_down" }), metrics.WithBuckets([]float64{0.001, 0.01}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHandler(t, m, failing{limiter.MustPolicy("cache", limiter.PerMinute(5))})
+	send(h, "192.0.2.1:1")
+	want := `
+# HELP ratelimit_store_errors_total Decisions the limiter could not make, by policy and reason.
+# TYPE ratelimit_store_errors_total counter
+ratelimit_store_errors_total{policy="cache",reason="redis_down"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ratelimit_store_errors_total"); err != nil {
+		t.Error(err)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "ratelimit_decision_duration_seconds" {
+			if n := len(f.GetMetric()[0].GetHistogram().GetBucket()); n != 2 {
+				t.Errorf("histogram has %d buckets, want 2", n)
+			}
+		}
+	}
+}
+
+func TestReason(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"canceled", fmt.Errorf("take: %w", context.Canceled), "canceled"},
+		{"deadline", fmt.Errorf("take: %w", context.DeadlineExceeded), "timeout"},
+		{"net_timeout", &net.OpError{Op: "read", Err: timeoutErr{}}, "timeout"},
+		{"closed", fmt.Errorf("x: %w", limiter.ErrClosed), "closed"},
+		{"breaker_open", fmt.Errorf("redisstore: %w", gobreaker.ErrOpenState), "circuit_open"},
+		{"breaker_half_open_full", gobreaker.ErrTooManyRequests, "circuit_open"},
+		{"refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, "unavailable"},
+		{"invalid_cost", limiter.ErrInvalidCost, "invalid"},
+		{"invalid_key", limiter.ErrInvalidKey, "invalid"},
+		{"invalid_policy", fmt.Errorf("%w: x", limiter.ErrInvalidPolicy), "invalid"},
+		{"other", errors.New("NOSCRIPT"), "other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := metrics.Reason(tt.err); got != tt.want {
+				t.Errorf("Reason(%v) = %q, want %q", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }

@@ -1,0 +1,207 @@
+package middleware
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/keyfunc"
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// A DeniedHandler answers a request the limiter refused. The rate-limit
+// headers, Retry-After included, are already set when it is called; it
+// writes the status (429, normally) and the body.
+type DeniedHandler func(w http.ResponseWriter, r *http.Request, d *limiter.Decision)
+
+// An ErrorHandler answers a request the middleware could not decide: the
+// limiter failed, or the key could not be resolved. err may carry
+// internal detail (addresses, keys): log it, do not send it to the client.
+type ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
+
+// An Option configures New.
+type Option func(*config)
+
+// config is everything New settles; a handler only reads it.
+type config struct {
+	key        keyfunc.Func
+	extra      []rule
+	rules      []rule
+	cost       func(*http.Request) int64
+	resolve    func(*http.Request) Limiter
+	exempt     func(*http.Request) bool
+	denied     DeniedHandler
+	onError    ErrorHandler
+	onKeyError ErrorHandler
+	failOpen   bool
+	shadow     bool
+	observe    Observer
+	headers    *headers.Writer
+	clock      limiter.Clock
+	err        error
+}
+
+// fail records the first bad option for New to report.
+func (c *config) fail(option, problem string) {
+	if c.err == nil {
+		c.err = fmt.Errorf("%w: %s: %s", ErrInvalidConfig, option, problem)
+	}
+}
+
+// WithKey sets how the limiter passed to New keys a request (default
+// keyfunc.RemoteHost with its defaults). A key function that fails, or
+// returns "", sends the request to the key error handler.
+func WithKey(f keyfunc.Func) Option {
+	return func(c *config) {
+		if f == nil {
+			c.fail("WithKey", "key function is nil")
+		}
+		c.key = f
+	}
+}
+
+// WithLimiter adds a limit: l, applied to the key that key resolves. Every
+// key is resolved before any limiter is asked; the limiters are then asked
+// in order (New's first), and the first refusal answers the request
+// without asking the rest. Limiters asked before a refusal have charged
+// the request, as stacked middlewares would have. Headers describe the
+// most restrictive decision, once. At most MaxLimiters limiters in all.
+//
+// Give each limiter's policy its own name when they share a store, so
+// that their counters stay apart.
+func WithLimiter(l Limiter, key keyfunc.Func) Option {
+	return func(c *config) {
+		switch {
+		case l == nil || l.Policy() == nil:
+			c.fail("WithLimiter", "limiter is nil or has no policy")
+		case key == nil:
+			c.fail("WithLimiter", "key function is nil")
+		}
+		c.extra = append(c.extra, rule{lim: l, key: key})
+	}
+}
+
+// WithCost sets the cost of each request (default 1), for endpoints that
+// weigh more than others. A cost above the limit is refused without
+// charge; a cost of zero or less is a limiter error (limiter.ErrInvalidCost)
+// and goes to the error handler, or through with WithFailOpen.
+func WithCost(f func(r *http.Request) int64) Option {
+	return func(c *config) {
+		if f == nil {
+			c.fail("WithCost", "cost function is nil")
+		}
+		c.cost = f
+	}
+}
+
+// WithResolver chooses, per request, the limiter that applies in place of
+// the one given to New: plan tiers, typically, from the authenticated
+// principal (free 100 per minute, paid 10,000). A nil result means New's
+// limiter. The limiters a resolver returns should have policies of
+// distinct names, so that their counters and metrics stay apart. Limiters
+// added with WithLimiter are not resolved.
+func WithResolver(f func(r *http.Request) Limiter) Option {
+	return func(c *config) {
+		if f == nil {
+			c.fail("WithResolver", "resolver is nil")
+		}
+		c.resolve = f
+	}
+}
+
+// WithExempt passes the requests for which f reports true straight to the
+// wrapped handler, uncounted and without headers: health checks, an
+// allowlist of internal callers.
+func WithExempt(f func(r *http.Request) bool) Option {
+	return func(c *config) {
+		if f == nil {
+			c.fail("WithExempt", "exempt predicate is nil")
+		}
+		c.exempt = f
+	}
+}
+
+// WithDeniedHandler replaces the default 429 answer (the header writer's
+// WriteDenied). The headers are set before f is called.
+func WithDeniedHandler(f DeniedHandler) Option {
+	return func(c *config) {
+		if f == nil {
+			c.fail("WithDeniedHandler", "handler is nil")
+		}
+		c.denied = f
+	}
+}
+
+// WithErrorHandler replaces the default answer to a limiter that could not
+// decide: 500 Internal Server Error with a generic body.
+func WithErrorHandler(f ErrorHandler) Option {
+	return func(c *config) {
+		if f == nil {
+			c.fail("WithErrorHandler", "handler is nil")
+		}
+		c.onError = f
+	}
+}
+
+// WithKeyErrorHandler replaces the default answer to a request whose key
+// could not be resolved: 400 Bad Request with a generic body. err wraps
+// keyfunc.ErrNoKey when the key function follows that contract.
+func WithKeyErrorHandler(f ErrorHandler) Option {
+	return func(c *config) {
+		if f == nil {
+			c.fail("WithKeyErrorHandler", "handler is nil")
+		}
+		c.onKeyError = f
+	}
+}
+
+// WithFailOpen passes requests through when a limiter cannot decide (its
+// store is down, say), instead of answering 500. It keeps the service up
+// through a limiter outage, at the price of no limit meanwhile: a choice
+// for public reads, not for logins or costly operations. The failure is
+// still reported to the observer, with Event.FailOpen set.
+func WithFailOpen() Option { return func(c *config) { c.failOpen = true } }
+
+// WithShadow decides and counts as usual and sends the rate-limit headers,
+// but never refuses: a request the limiter denies is passed on and
+// reported as ShadowDenied. Roll a new limit out in shadow mode, watch the
+// shadow_denied count, then enforce it. On a shadow denial the headers say
+// nothing remains but carry no Retry-After, since the response is not a
+// refusal. Refused requests are not charged, as when enforcing.
+func WithShadow() Option { return func(c *config) { c.shadow = true } }
+
+// WithObserver has f told of every decision, limiter error and key failure
+// (see Event). Package middleware/metrics provides one for Prometheus.
+// Decision latency is measured only when an observer is set.
+func WithObserver(f Observer) Option {
+	return func(c *config) {
+		if f == nil {
+			c.fail("WithObserver", "observer is nil")
+		}
+		c.observe = f
+	}
+}
+
+// WithHeaders sets the writer of the rate-limit headers and of the 429
+// answer (default: headers.New() with its defaults). Build it with
+// headers.New and its options: draft IETF headers, header names,
+// problem+json.
+func WithHeaders(w *headers.Writer) Option {
+	return func(c *config) {
+		if w == nil {
+			c.fail("WithHeaders", "writer is nil")
+		}
+		c.headers = w
+	}
+}
+
+// WithClock sets the clock that times decisions for the observer (default
+// limiter.SystemClock). It does not change the limiter's own clock.
+func WithClock(clk limiter.Clock) Option {
+	return func(c *config) {
+		if clk == nil {
+			c.fail("WithClock", "clock is nil")
+		}
+		c.clock = clk
+	}
+}

@@ -1,0 +1,81 @@
+package middleware_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/middleware"
+)
+
+func TestNewRejectsBadConfiguration(t *testing.T) {
+	p := limiter.MustPolicy("api", limiter.PerMinute(10))
+	ok := &stubLimiter{policy: p}
+	noPolicy := &stubLimiter{}
+	key := mustRemoteHost(t)
+	tests := []struct {
+		name     string
+		l        middleware.Limiter
+		opts     []middleware.Option
+		wantText string
+	}{
+		{"nil_limiter", nil, nil, "limiter is nil"},
+		{"limiter_without_policy", noPolicy, nil, "no policy"},
+		{"nil_option", ok, []middleware.Option{nil}, "nil Option"},
+		{"nil_key", ok, []middleware.Option{middleware.WithKey(nil)}, "WithKey"},
+		{"nil_cost", ok, []middleware.Option{middleware.WithCost(nil)}, "WithCost"},
+		{"nil_resolver", ok, []middleware.Option{middleware.WithResolver(nil)}, "WithResolver"},
+		{"nil_exempt", ok, []middleware.Option{middleware.WithExempt(nil)}, "WithExempt"},
+		{"nil_denied_handler", ok, []middleware.Option{middleware.WithDeniedHandler(nil)}, "WithDeniedHandler"},
+		{"nil_error_handler", ok, []middleware.Option{middleware.WithErrorHandler(nil)}, "WithErrorHandler"},
+		{"nil_key_error_handler", ok, []middleware.Option{middleware.WithKeyErrorHandler(nil)}, "WithKeyErrorHandler"},
+		{"nil_observer", ok, []middleware.Option{middleware.WithObserver(nil)}, "WithObserver"},
+		{"nil_headers", ok, []middleware.Option{middleware.WithHeaders(nil)}, "WithHeaders"},
+		{"nil_clock", ok, []middleware.Option{middleware.WithClock(nil)}, "WithClock"},
+		{"extra_limiter_nil", ok, []middleware.Option{middleware.WithLimiter(nil, key)}, "WithLimiter"},
+		{"extra_limiter_without_policy", ok, []middleware.Option{middleware.WithLimiter(noPolicy, key)}, "WithLimiter"},
+		{"extra_limiter_nil_key", ok, []middleware.Option{middleware.WithLimiter(ok, nil)}, "WithLimiter"},
+		{"too_many_limiters", ok, []middleware.Option{
+			middleware.WithLimiter(ok, key), middleware.WithLimiter(ok, key),
+			middleware.WithLimiter(ok, key), middleware.WithLimiter(ok, key),
+		}, "5 limiters, at most 4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mw, err := middleware.New(tt.l, tt.opts...)
+			if err == nil {
+				t.Fatalf("New returned no error (middleware %p); want one", mw)
+			}
+			if !errors.Is(err, middleware.ErrInvalidConfig) {
+				t.Errorf("New error = %v, want it to wrap ErrInvalidConfig", err)
+			}
+			if !strings.HasPrefix(err.Error(), "middleware: ") || !strings.Contains(err.Error(), tt.wantText) {
+				t.Errorf("New error = %q, want it to start with %q and mention %q", err, "middleware: ", tt.wantText)
+			}
+		})
+	}
+}
+
+func TestOutcomeString(t *testing.T) {
+	tests := []struct {
+		name string
+		o    middleware.Outcome
+		want string
+	}{
+		{"allowed", middleware.Allowed, "allowed"},
+		{"denied", middleware.Denied, "denied"},
+		{"shadow_denied", middleware.ShadowDenied, "shadow_denied"},
+		{"error", middleware.Error, "error"},
+		{"key_error", middleware.KeyError, "key_error"},
+		{"zero", 0, "unknown"},
+		{"out_of_range", 200, "unknown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.o.String(); got != tt.want {
+				t.Errorf("Outcome(%d).String() = %q, want %q", uint8(tt.o), got, tt.want)
+			}
+		})
+	}
+}
