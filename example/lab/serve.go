@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/middleware"
+)
+
+func init() {
+	register("serve", "run a demo server: /api/fixed-window is limited per client, /api/demo is not", runServe)
+}
+
+// shutdownGrace bounds how long a stopping server waits for requests in
+// flight.
+const shutdownGrace = 5 * time.Second
+
+// serveConfig is the settled configuration of "lab serve".
+type serveConfig struct {
+	addr     string
+	limit    int64
+	window   time.Duration
+	store    storeConfig
+	failOpen bool
+	// clock is the limiter's clock; tests set a fake one.
+	clock limiter.Clock
+}
+
+func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
+	cfg, err := parseServeFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, cfg, stderr, nil)
+}
+
+// parseServeFlags checks every flag before anything starts, so that a bad
+// one ends the command at once with one line naming it.
+func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
+	cfg := serveConfig{clock: limiter.SystemClock{}}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen on `host:port`")
+	fs.Int64Var(&cfg.limit, "limit", 10, "requests admitted per client per window")
+	fs.DurationVar(&cfg.window, "window", time.Minute, "window length, a whole number of milliseconds")
+	fs.StringVar(&cfg.store.Kind, "store", "memory", "where counters live: memory or redis")
+	fs.StringVar(&cfg.store.RedisAddr, "redis-addr", "127.0.0.1:6379", "Redis `host:port`, for --store redis")
+	fs.BoolVar(&cfg.failOpen, "fail-open", false, "let requests through when the store fails, instead of answering 500")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "usage: lab serve [flags]")
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+			return cfg, err
+		}
+		return cfg, usageError{err}
+	}
+	switch {
+	case fs.NArg() > 0:
+		return cfg, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	case cfg.addr == "":
+		return cfg, usageError{errors.New("--addr must not be empty")}
+	case cfg.limit <= 0:
+		return cfg, usageError{fmt.Errorf("--limit %d: must be > 0", cfg.limit)}
+	case cfg.window < time.Millisecond:
+		return cfg, usageError{fmt.Errorf("--window %v: must be at least 1ms", cfg.window)}
+	case cfg.window%time.Millisecond != 0:
+		return cfg, usageError{fmt.Errorf("--window %v: must be a whole number of milliseconds", cfg.window)}
+	case cfg.store.Kind != "memory" && cfg.store.Kind != "redis":
+		return cfg, usageError{fmt.Errorf("--store %q: must be memory or redis", cfg.store.Kind)}
+	}
+	if _, err := limiter.NewPolicy("fixed-window", limiter.Rate{Limit: cfg.limit, Window: cfg.window}); err != nil {
+		return cfg, usageError{fmt.Errorf("--limit %d --window %v: %w", cfg.limit, cfg.window, err)}
+	}
+	return cfg, nil
+}
+
+// serve runs the demo server until ctx is done, then shuts it down,
+// letting requests in flight finish. It logs to logw. ready, if not nil,
+// is told the listening address once requests can be served.
+func serve(ctx context.Context, cfg serveConfig, logw io.Writer, ready func(net.Addr)) error {
+	log := slog.New(slog.NewTextHandler(logw, nil))
+	store, closeStore, err := openStore(ctx, cfg.store)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := closeStore(); err != nil {
+			log.Error("close store", "err", err)
+		}
+	}()
+	handler, err := newServeHandler(cfg, store, log)
+	if err != nil {
+		return err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	log.Info("listening", "url", "http://"+ln.Addr().String(),
+		"limit", cfg.limit, "window", cfg.window, "store", cfg.store.Kind, "fail_open", cfg.failOpen)
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	select {
+	case err := <-done:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// newServeHandler builds the demo routes: /api/fixed-window limited per
+// client host, /api/demo never.
+func newServeHandler(cfg serveConfig, store limiter.Store, log *slog.Logger) (http.Handler, error) {
+	p, err := limiter.NewPolicy("fixed-window", limiter.Rate{Limit: cfg.limit, Window: cfg.window})
+	if err != nil {
+		return nil, err
+	}
+	l, err := limiter.New(p, limiter.WithStore(store), limiter.WithClock(cfg.clock))
+	if err != nil {
+		return nil, err
+	}
+	opts := []middleware.Option{middleware.WithObserver(logEvents(log))}
+	if cfg.failOpen {
+		opts = append(opts, middleware.WithFailOpen())
+	}
+	limit, err := middleware.New(l, opts...)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /api/fixed-window", limit(okJSON("fixed-window")))
+	mux.Handle("GET /api/demo", okJSON("demo"))
+	return mux, nil
+}
+
+// logEvents logs refusals at debug level and failures at error level; the
+// client's address appears in the log, never in a response.
+func logEvents(log *slog.Logger) middleware.Observer {
+	return func(e middleware.Event) {
+		switch e.Outcome {
+		case middleware.Denied:
+			log.Debug("rate limited", "key", e.Key, "retry_after", e.Decision.RetryAfter)
+		case middleware.Error:
+			log.Error("limiter failed", "policy", e.Policy.Name(), "fail_open", e.FailOpen, "err", e.Err)
+		case middleware.KeyError:
+			log.Warn("no rate-limit key", "remote_addr", e.Request.RemoteAddr, "err", e.Err)
+		}
+	}
+}
+
+func okJSON(endpoint string) http.Handler {
+	body := []byte(`{"status":"ok","endpoint":"` + endpoint + `"}` + "\n")
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+}
