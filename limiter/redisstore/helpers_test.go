@@ -27,10 +27,11 @@ func testPrefix(t testing.TB) string {
 }
 
 // newStore builds a store on c with a private prefix and closes it when
-// the test ends.
+// the test ends. Its timeout is generous, for a loaded machine under
+// -race; the tests of the timeout set their own.
 func newStore(t testing.TB, c redis.UniversalClient, opts ...Option) *Store {
 	t.Helper()
-	s, err := New(c, append([]Option{WithPrefix(testPrefix(t))}, opts...)...)
+	s, err := New(c, append([]Option{WithPrefix(testPrefix(t)), WithTimeout(5 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -68,7 +68,9 @@ func TestReplicasShareOneLimit(t *testing.T) {
 			var ls []*limiter.Limiter
 			for range 4 {
 				c := redistest.Client(t, redistest.SharedAddr)
-				s, err := New(c, append([]Option{WithPrefix(prefix)}, tc.opts...)...)
+				// A cold pool dialling 250 connections under -race needs
+				// more than the default 100ms; the timeout has its own test.
+				s, err := New(c, append([]Option{WithPrefix(prefix), WithTimeout(5 * time.Second)}, tc.opts...)...)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,0 +1,101 @@
+package redistest
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A Cluster is three Redis Cluster masters on loopback ports, with no
+// replicas, slots split evenly by redis-cli --cluster create.
+type Cluster struct {
+	Nodes []*Server
+}
+
+// StartCluster starts a three-master cluster and waits until every node
+// reports cluster_state:ok. The nodes stop when the test ends.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	c := &Cluster{}
+	var addrs []string
+	for range 3 {
+		dir := t.TempDir()
+		n := StartServer(t, "--cluster-enabled", "yes",
+			"--cluster-config-file", dir+"/nodes.conf",
+			"--cluster-node-timeout", "2000")
+		c.Nodes = append(c.Nodes, n)
+		addrs = append(addrs, n.Addr())
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	out, err := exec.Command("redis-cli", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, n := range c.Nodes {
+		for {
+			info, err := exec.Command("redis-cli", "-p", strconv.Itoa(n.Port()), "cluster", "info").Output()
+			if err == nil && strings.Contains(string(info), "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redistest: node %s not ok: %v\n%s", n.Addr(), err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c
+}
+
+// Addrs returns the nodes' addresses.
+func (c *Cluster) Addrs() []string {
+	a := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		a[i] = n.Addr()
+	}
+	return a
+}
+
+// Client returns a cluster client of the nodes (ContextTimeoutEnabled),
+// closed when the test ends.
+func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:                 c.Addrs(),
+		ContextTimeoutEnabled: true,
+		DialTimeout:           200 * time.Millisecond,
+	})
+	t.Cleanup(func() { cc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		return n.Ping(ctx).Err()
+	}); err != nil {
+		t.Fatalf("redistest: cluster ping: %v", err)
+	}
+	return cc
+}
+
+// SlotOwner returns the address of the master that serves slot.
+func (c *Cluster) SlotOwner(t testing.TB, slot int) string {
+	t.Helper()
+	cc := redis.NewClient(&redis.Options{Addr: c.Nodes[0].Addr()})
+	defer cc.Close()
+	slots, err := cc.ClusterSlots(context.Background()).Result()
+	if err != nil {
+		t.Fatalf("redistest: cluster slots: %v", err)
+	}
+	for _, s := range slots {
+		if slot >= s.Start && slot <= s.End {
+			return s.Nodes[0].Addr
+		}
+	}
+	t.Fatalf("redistest: slot %d has no owner", slot)
+	return ""
+}

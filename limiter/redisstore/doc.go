@@ -1,0 +1,76 @@
+// Package redisstore is a limiter.Store kept in Redis, so that every
+// replica of a service shares one limit: N replicas admit the limit, not N
+// times it.
+//
+//	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+//	store, err := redisstore.New(client) // fail closed, 100ms per decision
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	defer store.Close()
+//	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(100)), limiter.WithStore(store))
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	d, err := l.Allow(ctx, "client-42", 1) // errors.Is(err, redisstore.ErrUnavailable) when Redis is away
+//
+// # One script per decision
+//
+// Each decision is one Lua script (take.lua, embedded), run by EVALSHA and
+// re-sent by EVAL when Redis answers NOSCRIPT (after a restart or SCRIPT
+// FLUSH). Redis runs it atomically: it reads every window of the policy,
+// starts a fresh count when the window changed, refuses when cost > limit
+// or count > limit − cost in any window, and otherwise adds the cost to
+// every window. The expiry is set when a window's count is created (the
+// window's end plus a margin), never on later calls, so busy traffic can
+// never push a window's end back; a refusal charges nothing and moves no
+// expiry. A count found with no expiry at all is given the one it should
+// have had. The script returns the counts it found, and the Go side builds
+// the Decision with limiter.Decide, the same rule as the in-memory store,
+// and checks that the script's verdict agrees.
+//
+// # Keys
+//
+//	<prefix>{<client key>}:<policy id>:<window ms>[:<window id>]
+//
+// The braces make the client key the Redis Cluster hash tag: all windows of
+// one client live in one slot, so one script can decide them together
+// (no CROSSSLOT), while different clients spread over the cluster. Braces
+// and '%' inside client keys are percent-encoded. The policy id holds its
+// name, limits and windows, so a changed policy starts from fresh counts.
+//
+// # Clocks
+//
+// AppClock (the default) places requests with the limiter's clock
+// (Request.Now) and puts the window id in the key. ServerClock reads
+// Redis's TIME in the script: one clock for every replica. See
+// ClockSource for the failure modes of each.
+//
+// # Time and failure
+//
+// Every decision is bounded by a timeout (default 100ms) on top of the
+// caller's context, which is why the client must set
+// ContextTimeoutEnabled. When Redis cannot decide, the FailurePolicy
+// answers: FailClosed (the default) returns an error wrapping
+// ErrUnavailable; FailOpen admits; FailLocal decides with an in-memory
+// store at limit/N. A circuit breaker stops calls to a Redis that keeps
+// failing, and lets one probe through after a while: the store recovers
+// by itself when Redis is back. Each change of health is reported to the
+// observer (WithObserver).
+//
+// With the HTTP middleware, pick one place to fail open: either the store
+// (FailOpen or FailLocal: the middleware sees no error) or the middleware's
+// own fail-open option on the errors of a FailClosed store. Both may be
+// set; the store's policy then decides first and the middleware's never
+// sees an outage.
+//
+// # Sharing round trips
+//
+// A key found over its limit in a window is refused locally until that
+// window ends (the over-limit cache): no round trip. Concurrent decisions
+// share round trips: under Batch pipelining (the default on a single node
+// or failover client) the decisions that queue while earlier ones are in
+// flight go out together in one script call, each decided atomically in
+// turn. Plain and AutoPipeline (go-redis's autopipeliner) are the
+// alternatives; a Cluster client always sends one script per decision.
+package redisstore
