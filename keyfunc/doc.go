@@ -14,7 +14,7 @@
 //	Header("X-API-Key")                     hdr:X-Api-Key:k-123
 //	Principal(accessor)                     user:42
 //	RoutePattern()                          route:/users/{id}
-//	Join(a, b)                              join:16:ip4:203.0.113.7,17:route:/users/{id},
+//	Join(a, b)                              join:15:ip4:203.0.113.7,17:route:/users/{id},
 //	any key over the bound (256 bytes)      sha256:<64 hex digits>
 //
 // Addresses are normalized before they become keys: the port is dropped,

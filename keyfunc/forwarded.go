@@ -17,7 +17,8 @@ func forwardedClient(h http.Header, trusted []netip.Prefix) (netip.Addr, error) 
 	if len(lines) == 0 {
 		return netip.Addr{}, fmt.Errorf("%w: trusted proxy sent no Forwarded header", ErrNoKey)
 	}
-	var fors []forValue
+	var buf [8]forValue // most chains are short; longer ones grow on the heap
+	fors := buf[:0]
 	for _, line := range lines {
 		var err error
 		if fors, err = parseForwarded(fors, line); err != nil {

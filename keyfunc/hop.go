@@ -7,11 +7,15 @@ import (
 
 // parseHop parses one address written by a proxy: "203.0.113.7",
 // "203.0.113.7:4711", "2001:db8::7", "[2001:db8::7]" or
-// "[2001:db8::7]:4711", with surrounding spaces. With obfPort, the port may
-// also be an RFC 7239 obfuscated port ("_abc"). The address comes back
+// "[2001:db8::7]:4711", with surrounding spaces. The address comes back
 // normalized. Anything else ("unknown", an obfuscated node, a name, two
 // addresses) is rejected.
-func parseHop(s string, obfPort bool) (netip.Addr, bool) {
+//
+// With forwarded set, the rules of an RFC 7239 node apply: an IPv6
+// address must be bracketed, because in "2001:db8::1:80" nothing tells
+// the last group from a port, and the port may be obfuscated ("_abc").
+func parseHop(s string, forwarded bool) (netip.Addr, bool) {
+	obfPort := forwarded
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return netip.Addr{}, false
@@ -30,7 +34,7 @@ func parseHop(s string, obfPort bool) (netip.Addr, bool) {
 		}
 		return normalize(a), true
 	}
-	if a, err := netip.ParseAddr(s); err == nil {
+	if a, err := netip.ParseAddr(s); err == nil && (a.Is4() || !forwarded) {
 		return normalize(a), true
 	}
 	// Only IPv4 may carry a port unbracketed: in IPv6 the colon is ambiguous.

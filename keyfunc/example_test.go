@@ -1,0 +1,94 @@
+package keyfunc_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/fixedwindow/ratelimit/keyfunc"
+)
+
+func ExampleRemoteHost() {
+	key, err := keyfunc.RemoteHost()
+	if err != nil {
+		panic(err)
+	}
+	for _, addr := range []string{
+		"203.0.113.7:52139",
+		"203.0.113.7:52140", // a new connection: new port, same key
+		"[::ffff:203.0.113.7]:443",
+		"[2001:db8:1:2::a]:443",
+		"[2001:db8:1:2::b]:443", // same /64, same key
+		"203.0.113.7",           // no port: no key
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = addr
+		k, err := key(r)
+		fmt.Printf("%-26s %q %v\n", addr, k, errors.Is(err, keyfunc.ErrNoKey))
+	}
+	// Output:
+	// 203.0.113.7:52139          "ip4:203.0.113.7" false
+	// 203.0.113.7:52140          "ip4:203.0.113.7" false
+	// [::ffff:203.0.113.7]:443   "ip4:203.0.113.7" false
+	// [2001:db8:1:2::a]:443      "ip6:2001:db8:1:2::/64" false
+	// [2001:db8:1:2::b]:443      "ip6:2001:db8:1:2::/64" false
+	// 203.0.113.7                "" true
+}
+
+func ExampleTrustedProxy() {
+	key, err := keyfunc.TrustedProxy(keyfunc.XForwardedFor, []string{"10.0.0.0/8"})
+	if err != nil {
+		panic(err)
+	}
+	// Through the load balancer at 10.0.0.2: the client's forged entry on
+	// the left is skipped, the address the balancer appended is used.
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "10.0.0.2:40000"
+	r.Header.Set("X-Forwarded-For", "1.1.1.1, 198.51.100.9")
+	fmt.Println(key(r))
+
+	// Straight from the internet: the header is ignored.
+	r.RemoteAddr = "203.0.113.7:5555"
+	fmt.Println(key(r))
+	// Output:
+	// ip4:198.51.100.9 <nil>
+	// ip4:203.0.113.7 <nil>
+}
+
+func ExampleHeader() {
+	key, err := keyfunc.Header("X-API-Key")
+	if err != nil {
+		panic(err)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("X-API-Key", "k-123")
+	fmt.Println(key(r))
+
+	r.Header.Del("X-API-Key")
+	_, err = key(r)
+	fmt.Println(err)
+	// Output:
+	// hdr:X-Api-Key:k-123 <nil>
+	// keyfunc: no key: no X-Api-Key header
+}
+
+func ExampleJoin() {
+	host, err := keyfunc.RemoteHost()
+	if err != nil {
+		panic(err)
+	}
+	key := keyfunc.Join(host, keyfunc.RoutePattern())
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /users/{id}", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Println(key(r))
+	})
+	for _, path := range []string{"/users/1", "/users/2"} {
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.RemoteAddr = "203.0.113.7:1234"
+		mux.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	// Output:
+	// join:15:ip4:203.0.113.7,21:route:GET /users/{id}, <nil>
+	// join:15:ip4:203.0.113.7,21:route:GET /users/{id}, <nil>
+}
