@@ -155,7 +155,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c.onError(w, r, err)
 			return
 		case Denied:
-			c.denied(w, r, &d)
+			// A copy, so that only a refusal moves a Decision to the
+			// heap: the handler is a func value the compiler cannot see
+			// through.
+			refused := d
+			c.denied(w, r, &refused)
 			return
 		}
 		if !decided || moreRestrictive(&d, &best) {

@@ -1,0 +1,100 @@
+package middleware_test
+
+import (
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/middleware"
+	"github.com/fixedwindow/ratelimit/middleware/metrics"
+)
+
+// benchClients is how many client addresses the benchmark rotates through.
+const benchClients = 10_000
+
+// clientRequests returns n GET requests from n distinct IPv4 addresses.
+func clientRequests(n int) []*http.Request {
+	reqs := make([]*http.Request, n)
+	for i := range reqs {
+		r, err := http.NewRequest(http.MethodGet, "http://example.test/api/items", nil)
+		if err != nil {
+			panic(err)
+		}
+		r.RemoteAddr = "10." + strconv.Itoa(i>>16&255) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255) + ":" + strconv.Itoa(40000+i%20000)
+		reqs[i] = r
+	}
+	return reqs
+}
+
+// benchWriter is a ResponseWriter that keeps one header map per goroutine,
+// emptied before every request as a server's fresh map would be, and
+// counts answers other than 200.
+type benchWriter struct {
+	h        http.Header
+	notOK    int
+	wroteHdr bool
+}
+
+func (w *benchWriter) Header() http.Header { return w.h }
+func (w *benchWriter) Write(p []byte) (int, error) {
+	return len(p), nil
+}
+func (w *benchWriter) WriteHeader(code int) {
+	if code != http.StatusOK {
+		w.notOK++
+	}
+}
+
+// serveParallel sends the requests through h from b.RunParallel's
+// goroutines, each starting at its own place in the rotation, and fails
+// the benchmark if any answer was not 200.
+func serveParallel(b *testing.B, h http.Handler, reqs []*http.Request) {
+	var start, refused atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &benchWriter{h: make(http.Header, 8)}
+		i := int(start.Add(7919))
+		for pb.Next() {
+			clear(w.h)
+			h.ServeHTTP(w, reqs[i%len(reqs)])
+			i++
+		}
+		refused.Add(int64(w.notOK))
+	})
+	if n := refused.Load(); n > 0 {
+		b.Fatalf("%d requests were not answered 200; the benchmark measures the allow path", n)
+	}
+}
+
+// BenchmarkMiddleware measures the middleware's whole cost over a bare
+// handler on the allow path: 10,000 client addresses, the in-memory store,
+// a policy no client reaches. Subtract handler=bare from the others.
+func BenchmarkMiddleware(b *testing.B) {
+	reqs := clientRequests(benchClients)
+	bare := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	l, err := limiter.New(limiter.MustPolicy("bench", limiter.PerMinute(100_000_000_000)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	plain, err := middleware.New(l)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := metrics.New(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	observed, err := middleware.New(l, middleware.WithObserver(m.Observe))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("handler=bare", func(b *testing.B) { serveParallel(b, bare, reqs) })
+	b.Run("handler=middleware", func(b *testing.B) { serveParallel(b, plain(bare), reqs) })
+	b.Run("handler=middleware+metrics", func(b *testing.B) { serveParallel(b, observed(bare), reqs) })
+}
