@@ -89,15 +89,24 @@ func (r Result) WorstPerKey(p *Pattern, window time.Duration) int {
 }
 
 // WorstSpan returns the most instants of sorted inside any half-open span
-// [s, s+window). The best span always starts at one of the instants, so
-// two cursors find it in linear time.
+// [s, s+window).
 func WorstSpan(sorted []time.Duration, window time.Duration) int {
-	worst, end := 0, 0
-	for start := range sorted {
-		for end < len(sorted) && sorted[end]-sorted[start] < window {
+	n, _ := WorstSpanStart(sorted, window)
+	return n
+}
+
+// WorstSpanStart is WorstSpan that also returns where the first such span
+// starts (0 when sorted is empty). The best span always starts at one of
+// the instants, so two cursors find it in linear time.
+func WorstSpanStart(sorted []time.Duration, window time.Duration) (n int, start time.Duration) {
+	end := 0
+	for i := range sorted {
+		for end < len(sorted) && sorted[end]-sorted[i] < window {
 			end++
 		}
-		worst = max(worst, end-start)
+		if end-i > n {
+			n, start = end-i, sorted[i]
+		}
 	}
-	return worst
+	return n, start
 }

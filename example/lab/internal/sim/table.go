@@ -20,13 +20,7 @@ func WriteTable(w io.Writer, p *Pattern, cfg Config, results []Result) error {
 	keys := p.Keys()
 	span := "worst " + ShortDuration(cfg.Window)
 	spanWidth := max(10, len(span)+2)
-	if keys > 1 {
-		fmt.Fprintf(bw, "pattern %s: %d requests from %d keys, limit %d per %s per key\n\n",
-			p.Name, len(p.Requests), keys, cfg.Limit, per(cfg.Window))
-	} else {
-		fmt.Fprintf(bw, "pattern %s: %d requests, limit %d per %s\n\n",
-			p.Name, len(p.Requests), cfg.Limit, per(cfg.Window))
-	}
+	fmt.Fprintf(bw, "%s\n\n", Caption(p, cfg))
 	perKey := span + "/key"
 	fmt.Fprintf(bw, "%-15s%7s%10s%*s", "limiter", "allowed", "rejected", spanWidth, span)
 	if keys > 1 {
@@ -52,4 +46,14 @@ func WriteTable(w io.Writer, p *Pattern, cfg Config, results []Result) error {
 			LayeredBound(long, short), ShortDuration(cfg.Window))
 	}
 	return bw.Flush()
+}
+
+// Caption describes a run in one line: "pattern edge: 20 requests, limit 10
+// per second".
+func Caption(p *Pattern, cfg Config) string {
+	if keys := p.Keys(); keys > 1 {
+		return fmt.Sprintf("pattern %s: %d requests from %d keys, limit %d per %s per key",
+			p.Name, len(p.Requests), keys, cfg.Limit, per(cfg.Window))
+	}
+	return fmt.Sprintf("pattern %s: %d requests, limit %d per %s", p.Name, len(p.Requests), cfg.Limit, per(cfg.Window))
 }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/example/lab/internal/sim"
+)
+
+func init() {
+	register("simulate", "replay a traffic pattern through limiters on a fake clock", runSimulate)
+}
+
+// simulateConfig is the settled configuration of "lab simulate".
+type simulateConfig struct {
+	pattern  string
+	sim      sim.Config
+	limiters []string
+	plot     string // "" for none
+}
+
+// runSimulate replays a pattern through the chosen limiters and prints the
+// table; with --plot it also draws the timeline.
+func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseSimulateFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	p, err := loadPattern(cfg.pattern)
+	if err != nil {
+		return err
+	}
+	if cfg.plot != "" && len(p.Requests) > maxPlotRequests {
+		return fmt.Errorf("--plot: the pattern has %d requests; a plot shows at most %d (cut the file)", len(p.Requests), maxPlotRequests)
+	}
+	results, err := sim.Simulate(ctx, p, cfg.sim, cfg.limiters)
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteTable(stdout, p, cfg.sim, results); err != nil {
+		return err
+	}
+	if cfg.plot != "" {
+		if err := writePlot(cfg.plot, p, cfg.sim, results); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "plot written to %s\n", cfg.plot)
+	}
+	return nil
+}
+
+// parseSimulateFlags checks every flag before any work, so that a bad one
+// ends the command at once with one line naming it (exit code 2).
+func parseSimulateFlags(args []string, stderr io.Writer) (simulateConfig, error) {
+	var (
+		cfg      simulateConfig
+		limiters string
+	)
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.pattern, "pattern", "edge", "a built-in `pattern` ("+strings.Join(builtinPatternNames(), ", ")+") or a CSV file: one timestamp in seconds per line, optionally a comma and a key; # starts a comment")
+	fs.Int64Var(&cfg.sim.Limit, "limit", 10, "requests admitted per key per window")
+	fs.DurationVar(&cfg.sim.Window, "window", time.Second, "window length, a whole number of milliseconds (a multiple of 5ms for layered)")
+	fs.StringVar(&cfg.plot, "plot", "", "also draw the timeline of admitted requests to `file`.svg or file.png")
+	fs.StringVar(&limiters, "limiters", strings.Join(sim.Names(), ","), "comma-separated limiters to run, in table order")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "usage: lab simulate [flags]")
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+			return cfg, err
+		}
+		return cfg, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return cfg, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if l := cfg.sim.Limit; l < 1 || l > sim.MaxLimit {
+		return cfg, usageError{fmt.Errorf("--limit %d: must be between 1 and %d", l, sim.MaxLimit)}
+	}
+	if w := cfg.sim.Window; w < sim.MinWindow || w > sim.MaxWindow || w%time.Millisecond != 0 {
+		return cfg, usageError{fmt.Errorf("--window %v: must be a whole number of milliseconds from %v to %v", w, sim.MinWindow, sim.ShortDuration(sim.MaxWindow))}
+	}
+	for _, name := range strings.Split(limiters, ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case !slices.Contains(sim.Names(), name):
+			return cfg, usageError{fmt.Errorf("--limiters: unknown limiter %q; choose from %s", name, strings.Join(sim.Names(), ", "))}
+		case slices.Contains(cfg.limiters, name):
+			return cfg, usageError{fmt.Errorf("--limiters: %s named twice", name)}
+		}
+		cfg.limiters = append(cfg.limiters, name)
+	}
+	if slices.Contains(cfg.limiters, sim.Layered) {
+		if _, _, err := sim.LayeredRates(cfg.sim); err != nil {
+			return cfg, usageError{fmt.Errorf("--window %v: layered cuts the window into %d whole milliseconds; use a multiple of %dms, or leave layered out with --limiters",
+				cfg.sim.Window, sim.LayeredParts, sim.LayeredParts)}
+		}
+	}
+	if cfg.plot != "" {
+		switch ext := strings.ToLower(filepath.Ext(cfg.plot)); ext {
+		case ".svg", ".png":
+		default:
+			return cfg, usageError{fmt.Errorf("--plot %s: unknown image type %q; use .svg or .png", cfg.plot, ext)}
+		}
+	}
+	return cfg, nil
+}
+
+// loadPattern returns the built-in pattern called name, or else the
+// pattern in the file at path name. A built-in name wins over a file of
+// the same name in the current directory; write ./edge to mean the file.
+func loadPattern(name string) (*sim.Pattern, error) {
+	if p, ok, err := builtinPattern(name); ok {
+		return p, err
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(name, `./\`) {
+			return nil, usageError{fmt.Errorf("--pattern %q: no such built-in pattern (%s) or file", name, strings.Join(builtinPatternNames(), ", "))}
+		}
+		return nil, fmt.Errorf("pattern: %w", err)
+	}
+	defer f.Close()
+	return sim.Parse(f, name)
+}
