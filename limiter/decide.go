@@ -59,12 +59,19 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 	deny, pick := -1, -1
 	var ends [MaxWindows]int64
 	for i, r := range p.rates {
-		id, _, end := WindowID(ms, r.Window.Milliseconds())
-		ends[i] = end
 		st := prior[i]
-		if st.Window != id {
+		sp := p.spans[i]
+		var end int64
+		// Most requests fall in the window their state already holds:
+		// confirm that with a multiplication, and divide only when not.
+		if st.Window >= -sp.maxID && st.Window <= sp.maxID && ms >= st.Window*sp.ms && ms-st.Window*sp.ms < sp.ms {
+			end = st.Window*sp.ms + sp.ms
+		} else {
+			var id int64
+			id, _, end = WindowID(ms, sp.ms)
 			st = State{Window: id}
 		}
+		ends[i] = end
 		next[i] = st
 		count := st.Count
 		if count < 0 {

@@ -62,7 +62,7 @@ type MemoryStore struct {
 
 type memShard struct {
 	mu     sync.Mutex
-	tables []memTable
+	tables []*memTable
 	n      int // counters held, over all tables
 	_      [24]byte
 }
@@ -70,7 +70,8 @@ type memShard struct {
 type memTable struct {
 	windowMs int64
 	id       int64 // the window whose counts are held
-	end      int64 // its end, Unix ms: the table is stale from then on
+	start    int64 // its start, Unix ms
+	end      int64 // its end: the table is stale from then on
 	counts   map[uint64]int64
 }
 
@@ -192,43 +193,43 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (d Decision, err er
 // the instant to decide at.
 func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTable) time.Time {
 	ms := now.UnixMilli()
-	var idx [MaxWindows]int
-	for i, r := range p.rates {
-		idx[i] = sh.table(r.Window.Milliseconds(), ms)
+	current := true
+	for i := range p.rates {
+		t := sh.table(p.spans[i].ms, ms)
+		tabs[i] = t
+		current = current && ms >= t.start && ms < t.end
+	}
+	if current {
+		return now
 	}
 	latest := ms
 	for i := range p.rates {
-		t := &sh.tables[idx[i]] // pointers taken only once the slice has stopped growing
-		tabs[i] = t
-		latest = max(latest, t.id*t.windowMs)
+		latest = max(latest, tabs[i].start)
 	}
-	if latest != ms {
-		now = time.UnixMilli(latest)
-	}
-	rotated := false
 	for i := range p.rates {
 		if t := tabs[i]; latest >= t.end {
 			sh.drop(t, latest)
-			rotated = true
 		}
 	}
-	if rotated {
-		sh.sweep(latest)
+	sh.sweep(latest)
+	if latest != ms {
+		now = time.UnixMilli(latest)
 	}
 	return now
 }
 
-// table returns the index of the shard's table for windows of windowMs,
-// making one in the window of ms if there is none.
-func (sh *memShard) table(windowMs, ms int64) int {
-	for i := range sh.tables {
-		if sh.tables[i].windowMs == windowMs {
-			return i
+// table returns the shard's table for windows of windowMs, making one in
+// the window of ms if there is none.
+func (sh *memShard) table(windowMs, ms int64) *memTable {
+	for _, t := range sh.tables {
+		if t.windowMs == windowMs {
+			return t
 		}
 	}
-	id, _, end := WindowID(ms, windowMs)
-	sh.tables = append(sh.tables, memTable{windowMs: windowMs, id: id, end: end})
-	return len(sh.tables) - 1
+	t := &memTable{windowMs: windowMs}
+	t.id, t.start, t.end = WindowID(ms, windowMs)
+	sh.tables = append(sh.tables, t)
+	return t
 }
 
 // drop forgets a table's counts and moves it to the window of ms.
@@ -239,13 +240,13 @@ func (sh *memShard) drop(t *memTable, ms int64) {
 	} else {
 		t.counts = nil
 	}
-	t.id, _, t.end = WindowID(ms, t.windowMs)
+	t.id, t.start, t.end = WindowID(ms, t.windowMs)
 }
 
 // sweep drops every table whose window has passed at ms.
 func (sh *memShard) sweep(ms int64) {
-	for i := range sh.tables {
-		if t := &sh.tables[i]; ms >= t.end {
+	for _, t := range sh.tables {
+		if ms >= t.end {
 			sh.drop(t, ms)
 		}
 	}
@@ -261,10 +262,7 @@ func (s *MemoryStore) makeRoom(sh *memShard, h uint64, ms int64) {
 	// Evict from the largest table; a shard holds at least MaxWindows
 	// counters and h has fewer than that here, so some table has another
 	// key's counter.
-	order := make([]*memTable, 0, len(sh.tables))
-	for i := range sh.tables {
-		order = append(order, &sh.tables[i])
-	}
+	order := slices.Clone(sh.tables)
 	slices.SortFunc(order, func(a, b *memTable) int { return len(b.counts) - len(a.counts) })
 	for _, t := range order {
 		for k := range t.counts {
@@ -290,10 +288,9 @@ func (s *MemoryStore) Reset(ctx context.Context, key string, p *Policy) error {
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	for _, r := range p.rates {
-		for i := range sh.tables {
-			t := &sh.tables[i]
-			if t.windowMs != r.Window.Milliseconds() {
+	for _, sp := range p.spans {
+		for _, t := range sh.tables {
+			if t.windowMs != sp.ms {
 				continue
 			}
 			if _, ok := t.counts[h]; ok {

@@ -70,8 +70,16 @@ func (r Rate) validate() error {
 type Policy struct {
 	name  string
 	rates []Rate
+	spans []span // per rate, precomputed for the hot path
 	id    string // name and rates, canonical: namespaces storage keys
 	tag   uint64 // FNV-1a of id
+}
+
+// span is a rate's window in milliseconds, and the largest window id whose
+// start (id × ms) stays within ±msBound, so Decide can test whether a
+// stored id is current with a multiplication instead of a division.
+type span struct {
+	ms, maxID int64
 }
 
 // NewPolicy validates the rates and returns a policy. An empty name becomes
@@ -92,6 +100,7 @@ func NewPolicy(name string, rates ...Rate) (*Policy, error) {
 	}
 	var id strings.Builder
 	id.WriteString(name)
+	spans := make([]span, len(rates))
 	for i, r := range rates {
 		if err := r.validate(); err != nil {
 			return nil, fmt.Errorf("%w: policy %q rate %d: %v", ErrInvalidPolicy, name, i, err)
@@ -101,13 +110,16 @@ func NewPolicy(name string, rates ...Rate) (*Policy, error) {
 				return nil, fmt.Errorf("%w: policy %q has two rates for window %v", ErrInvalidPolicy, name, r.Window)
 			}
 		}
-		fmt.Fprintf(&id, ":%d/%d", r.Limit, r.Window.Milliseconds())
+		ms := r.Window.Milliseconds()
+		spans[i] = span{ms: ms, maxID: msBound / ms}
+		fmt.Fprintf(&id, ":%d/%d", r.Limit, ms)
 	}
 	h := fnv.New64a()
 	h.Write([]byte(id.String()))
 	return &Policy{
 		name:  name,
 		rates: append([]Rate(nil), rates...),
+		spans: spans,
 		id:    id.String(),
 		tag:   h.Sum64(),
 	}, nil

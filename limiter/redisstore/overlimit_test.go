@@ -1,0 +1,98 @@
+package redisstore
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// TestOverLimitCacheSkipsRedis: once a key is full in its window, later
+// requests in that window are refused with no round trip (the server's own
+// EVALSHA count does not move), with the same Decision Redis would give;
+// the next window goes to Redis again.
+func TestOverLimitCacheSkipsRedis(t *testing.T) {
+	ctx := context.Background()
+	p := limiter.MustPolicy("cache", limiter.PerMinute(3), limiter.PerSecond(2))
+	for _, clock := range []ClockSource{AppClock, ServerClock} {
+		t.Run(clock.String(), func(t *testing.T) {
+			srv := redistest.StartServer(t)
+			c := redistest.Client(t, srv.Addr())
+			clk := fakeclock.New(t0.Add(100 * time.Millisecond))
+			s := newStore(t, c, WithClockSource(clock))
+			l := newLimiter(t, p, s, clk)
+			for i := range 3 {
+				if d, err := l.Allow(ctx, "k", 1); err != nil || d.Allowed != (i < 2) {
+					t.Fatalf("call %d: %+v, %v", i, d, err)
+				}
+			}
+			// The second call filled the one-second window: the third was
+			// already answered by the cache.
+			if s.Stats().RoundTrips != 2 || s.Stats().Cached != 1 {
+				t.Fatalf("after 3 calls: %+v, want 2 round trips and 1 cached refusal", s.Stats())
+			}
+			trips, evals := s.Stats().RoundTrips, commandCalls(t, c, "evalsha")+commandCalls(t, c, "eval")
+			var first limiter.Decision
+			for i := range 100 {
+				d, err := l.Allow(ctx, "k", 1)
+				if err != nil || d.Allowed {
+					t.Fatalf("cached call %d: %+v, %v", i, d, err)
+				}
+				if i == 0 {
+					first = d
+				}
+			}
+			if got := s.Stats().RoundTrips; got != trips {
+				t.Fatalf("round trips for refusals of a full key: got %d more, want 0", got-trips)
+			}
+			if got := commandCalls(t, c, "evalsha") + commandCalls(t, c, "eval"); got != evals {
+				t.Fatalf("server ran %d more scripts for cached refusals, want 0", got-evals)
+			}
+			if s.Stats().Cached != 101 {
+				t.Fatalf("Stats.Cached: got %d, want 101", s.Stats().Cached)
+			}
+			if clock == AppClock {
+				// Same Decision as the script path: compare with Redis
+				// itself, cache off.
+				s2 := newStore(t, c, WithPrefix(s.cfg.prefix), WithOverLimitCache(0))
+				want, err := s2.Take(ctx, limiter.Request{Key: "k", Policy: p, Now: clk.Now(), Cost: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !sameDecision(first, want) {
+					t.Fatalf("cached refusal %+v, Redis's %+v", first, want)
+				}
+			}
+			if clock == AppClock {
+				clk.Advance(time.Second) // the second window ends: Redis decides again
+				if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+					t.Fatalf("next second: %+v, %v; want admitted (minute has 1 left)", d, err)
+				}
+				if s.Stats().RoundTrips != trips+1 {
+					t.Fatalf("next second: round trips %d, want %d", s.Stats().RoundTrips, trips+1)
+				}
+			}
+		})
+	}
+}
+
+// TestOverLimitCacheBounded: the cache holds at most its size, however
+// many keys go over their limit.
+func TestOverLimitCacheBounded(t *testing.T) {
+	ctx := context.Background()
+	p := limiter.MustPolicy("bound", limiter.PerMinute(1))
+	s := newStore(t, sharedClient(t), WithOverLimitCache(128))
+	l := newLimiter(t, p, s, fakeclock.New(t0))
+	for i := range 1000 {
+		if _, err := l.Allow(ctx, "k"+strconv.Itoa(i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.CachedKeys(); n == 0 || n > 128 {
+		t.Fatalf("cached keys after 1000 full keys: got %d, want 1..128", n)
+	}
+}
