@@ -1,0 +1,79 @@
+package headers_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+func ExampleWriter_Write() {
+	clk := fakeclock.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))
+	lim, err := limiter.New(limiter.MustPolicy("default", limiter.PerMinute(100)), limiter.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	defer lim.Close()
+	hw, err := headers.New(headers.WithDraftHeaders(), headers.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	d, err := lim.Allow(context.Background(), "ip4:203.0.113.7", 1)
+	if err != nil {
+		panic(err)
+	}
+	h := http.Header{}
+	hw.Write(h, &d)
+	for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit", "Retry-After"} {
+		fmt.Printf("%s: %q\n", name, h.Get(name))
+	}
+	// Output:
+	// X-RateLimit-Limit: "100"
+	// X-RateLimit-Remaining: "99"
+	// X-RateLimit-Reset: "1785499260"
+	// RateLimit-Policy: "\"default\";q=100;w=60"
+	// RateLimit: "\"default\";r=99;t=30"
+	// Retry-After: ""
+}
+
+func ExampleWriter_WriteDenied() {
+	clk := fakeclock.New(time.Date(2026, 7, 31, 12, 0, 30, 500_000_000, time.UTC))
+	lim, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(2)), limiter.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	defer lim.Close()
+	hw, err := headers.New(headers.WithProblemJSON("", ""))
+	if err != nil {
+		panic(err)
+	}
+	var d limiter.Decision
+	for range 3 {
+		if d, err = lim.Allow(context.Background(), "user:42", 1); err != nil {
+			panic(err)
+		}
+	}
+	rec := httptest.NewRecorder()
+	hw.WriteDenied(rec, httptest.NewRequest(http.MethodGet, "/", nil), &d)
+	fmt.Println(rec.Code, rec.Header().Get("Retry-After"), rec.Header().Get("Content-Type"))
+	fmt.Print(rec.Body.String())
+	// Output:
+	// 429 30 application/problem+json
+	// {"type":"about:blank","title":"Too Many Requests","status":429,"detail":"rate limit of 2 per 1m exceeded; retry in 30 seconds","retry_after":30,"violated-policies":["api"]}
+}
+
+func ExampleRetryAfterSeconds() {
+	for _, d := range []time.Duration{29500 * time.Millisecond, time.Millisecond, 30 * time.Second, 0} {
+		fmt.Println(d, "->", headers.RetryAfterSeconds(d))
+	}
+	// Output:
+	// 29.5s -> 30
+	// 1ms -> 1
+	// 30s -> 30
+	// 0s -> 1
+}

@@ -1,0 +1,162 @@
+package headers
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+func FuzzRetryAfterSeconds(f *testing.F) {
+	for _, d := range []int64{0, -1, 1, int64(time.Millisecond), int64(29500 * time.Millisecond), int64(30 * time.Second), 1<<63 - 1} {
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, ns int64) {
+		d := time.Duration(ns)
+		s := RetryAfterSeconds(d)
+		if s < 1 {
+			t.Fatalf("RetryAfterSeconds(%v) = %d < 1", d, s)
+		}
+		if d > 0 && time.Duration(s-1)*time.Second >= d && s > 1 {
+			t.Fatalf("RetryAfterSeconds(%v) = %d: one second less would still cover the wait", d, s)
+		}
+		if d > 0 && s < int64(d/time.Second) {
+			t.Fatalf("RetryAfterSeconds(%v) = %d comes before the boundary", d, s)
+		}
+	})
+}
+
+var (
+	serviceItem = regexp.MustCompile(`^"[A-Za-z0-9_.-]+";r=[0-9]+;t=[0-9]+$`)
+	policyItem  = regexp.MustCompile(`^"[A-Za-z0-9_.-]+";q=[1-9][0-9]*(;w=[1-9][0-9]*)?$`)
+)
+
+// FuzzWrite builds a real decision with limiter.Decide from fuzzed
+// rates, counts, instants and costs, writes it with every option on, and
+// checks each header against the decision.
+func FuzzWrite(f *testing.F) {
+	f.Add(int64(10), int64(60_000), int64(0), int64(1_785_499_230_000), int64(1), int64(0), int64(0))
+	f.Add(int64(10), int64(60_000), int64(10), int64(1_785_499_230_500), int64(1), int64(5), int64(1000))
+	f.Add(int64(1), int64(1500), int64(1), int64(1_500_000_000_000), int64(1), int64(0), int64(0))
+	f.Add(int64(1<<40), int64(1), int64(-5), int64(-1), int64(1<<62), int64(3), int64(86_400_000))
+	f.Fuzz(func(t *testing.T, limit, windowMs, count, nowNs, cost, limit2, window2Ms int64) {
+		rates := []limiter.Rate{{Limit: limit, Window: time.Duration(windowMs) * time.Millisecond}}
+		if limit2 > 0 && window2Ms > 0 {
+			rates = append(rates, limiter.Rate{Limit: limit2, Window: time.Duration(window2Ms) * time.Millisecond})
+		}
+		if windowMs > 1<<40 || window2Ms > 1<<40 || cost <= 0 {
+			return
+		}
+		p, err := limiter.NewPolicy("fz", rates...)
+		if err != nil {
+			return
+		}
+		now := time.Unix(0, nowNs)
+		var prior [limiter.MaxWindows]limiter.State
+		for i := range p.NumRates() {
+			id, _, _ := limiter.WindowID(now.UnixMilli(), p.Rate(i).Window.Milliseconds())
+			prior[i] = limiter.State{Window: id, Count: count}
+		}
+		_, d := limiter.Decide(p, prior, now, cost)
+		for _, every := range []bool{false, true} {
+			opts := []Option{WithDraftHeaders(), WithProblemJSON("", ""), fixedClock(now)}
+			if every {
+				opts = append(opts, WithEveryWindow())
+			}
+			w, err := New(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := http.Header{}
+			w.Write(h, &d)
+			checkWritten(t, h, &d, p, every)
+			rec := httptest.NewRecorder()
+			w.WriteDenied(rec, httptest.NewRequest(http.MethodGet, "/", nil), &d)
+			if rec.Code != http.StatusTooManyRequests || !json.Valid(rec.Body.Bytes()) {
+				t.Fatalf("WriteDenied: status %d body %q", rec.Code, rec.Body.String())
+			}
+			if ra, err := strconv.ParseInt(rec.Header().Get("Retry-After"), 10, 64); err != nil || ra < 1 {
+				t.Fatalf("WriteDenied: Retry-After %q", rec.Header().Get("Retry-After"))
+			}
+		}
+	})
+}
+
+func checkWritten(t *testing.T, h http.Header, d *limiter.Decision, p *limiter.Policy, every bool) {
+	t.Helper()
+	num := func(name string) int64 {
+		t.Helper()
+		vs := h.Values(name)
+		if len(vs) != 1 {
+			t.Fatalf("%s has %d values: %q", name, len(vs), vs)
+		}
+		n, err := strconv.ParseInt(vs[0], 10, 64)
+		if err != nil {
+			t.Fatalf("%s = %q is not an integer", name, vs[0])
+		}
+		return n
+	}
+	if num("X-RateLimit-Limit") != d.Limit || num("X-RateLimit-Remaining") != d.Remaining || d.Remaining < 0 {
+		t.Fatalf("limit/remaining %v do not match %+v", h, d)
+	}
+	if reset := num("X-RateLimit-Reset"); reset != unixCeil(d.ResetAt) || time.Unix(reset, 0).Before(d.ResetAt) {
+		t.Fatalf("reset %d, decision resets at %v", reset, d.ResetAt)
+	}
+	if d.Allowed {
+		if _, ok := h["Retry-After"]; ok {
+			t.Fatalf("Retry-After on an admission: %v", h)
+		}
+	} else {
+		ra := num("Retry-After")
+		if ra < 1 || time.Duration(ra)*time.Second < d.RetryAfter {
+			t.Fatalf("Retry-After %d before the boundary, %v away", ra, d.RetryAfter)
+		}
+	}
+	items := splitList(h.Get("RateLimit"))
+	if !every && len(items) != 1 || every && len(items) != p.NumRates() {
+		t.Fatalf("RateLimit %q has %d items", h.Get("RateLimit"), len(items))
+	}
+	for _, it := range items {
+		if !serviceItem.MatchString(it) {
+			t.Fatalf("RateLimit item %q is malformed", it)
+		}
+	}
+	// The deciding window's reset is the Retry-After instant: the draft
+	// wants Retry-After no earlier than the reset parameter.
+	if !every && !d.Allowed {
+		tv := items[0][regexp.MustCompile(`;t=`).FindStringIndex(items[0])[1]:]
+		if tv != h.Get("Retry-After") {
+			t.Fatalf("RateLimit %q and Retry-After %q disagree", items[0], h.Get("Retry-After"))
+		}
+	}
+	pol := splitList(h.Get("RateLimit-Policy"))
+	if len(pol) != p.NumRates() {
+		t.Fatalf("RateLimit-Policy %q lists %d windows, want %d", h.Get("RateLimit-Policy"), len(pol), p.NumRates())
+	}
+	for _, it := range pol {
+		if !policyItem.MatchString(it) {
+			t.Fatalf("RateLimit-Policy item %q is malformed", it)
+		}
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, it := range regexp.MustCompile(`, `).Split(s, -1) {
+		if it != "" {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+type clockAt time.Time
+
+func (c clockAt) Now() time.Time { return time.Time(c) }
+
+func fixedClock(t time.Time) Option { return WithClock(clockAt(t)) }
