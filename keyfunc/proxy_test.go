@@ -197,3 +197,27 @@ func TestSourceString(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustedProxyIPv6RotationInsideSlash64 checks that a client behind
+// the proxy that rotates through its /64 keeps one key in every header
+// form.
+func TestTrustedProxyIPv6RotationInsideSlash64(t *testing.T) {
+	tests := []struct {
+		name   string
+		src    Source
+		header string
+		format func(addr string) string
+	}{
+		{"x_forwarded_for", XForwardedFor, "X-Forwarded-For", func(a string) string { return a + ", 10.1.1.1" }},
+		{"forwarded", Forwarded, "Forwarded", func(a string) string { return `for="[` + a + `]:4711"` }},
+		{"x_real_ip", XRealIP, "X-Real-IP", func(a string) string { return a }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := must(t)(TrustedProxy(tt.src, trusted))
+			for _, a := range []string{"2001:db8:5:6::1", "2001:db8:5:6::2", "2001:db8:5:6:ffff:ffff:ffff:ffff", "2001:db8:5:6:abcd::9"} {
+				checkKey(t, f, request(proxyPeer, tt.header, tt.format(a)), "ip6:2001:db8:5:6::/64")
+			}
+		})
+	}
+}
