@@ -99,3 +99,65 @@ func (c *Cluster) SlotOwner(t testing.TB, slot int) string {
 	t.Fatalf("redistest: slot %d has no owner", slot)
 	return ""
 }
+
+// MoveSlot migrates slot, with its keys, from the master that serves it to
+// Nodes[to], the way redis-cli --cluster reshard does (IMPORTING,
+// MIGRATING, MIGRATE, SETSLOT NODE). Clients that still route the slot to
+// the old master get MOVED and must follow it.
+func (c *Cluster) MoveSlot(t testing.TB, slot, to int) {
+	t.Helper()
+	ctx := context.Background()
+	owner := c.SlotOwner(t, slot)
+	var src *Server
+	for _, n := range c.Nodes {
+		if n.Addr() == owner {
+			src = n
+		}
+	}
+	dst := c.Nodes[to]
+	if src == nil || src == dst {
+		t.Fatalf("redistest: move slot %d: owner %s, target %s", slot, owner, dst.Addr())
+	}
+	sc := redis.NewClient(&redis.Options{Addr: src.Addr()})
+	defer sc.Close()
+	dc := redis.NewClient(&redis.Options{Addr: dst.Addr()})
+	defer dc.Close()
+	srcID, err := sc.ClusterMyID(ctx).Result()
+	if err != nil {
+		t.Fatalf("redistest: cluster myid: %v", err)
+	}
+	dstID, err := dc.ClusterMyID(ctx).Result()
+	if err != nil {
+		t.Fatalf("redistest: cluster myid: %v", err)
+	}
+	must := func(err error, what string) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("redistest: move slot %d: %s: %v", slot, what, err)
+		}
+	}
+	must(dc.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err(), "importing")
+	must(sc.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err(), "migrating")
+	for {
+		keys, err := sc.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		must(err, "getkeysinslot")
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		must(sc.Do(ctx, args...).Err(), "migrate")
+	}
+	must(dc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err(), "setslot node on target")
+	for _, n := range c.Nodes {
+		if n == dst {
+			continue
+		}
+		nc := redis.NewClient(&redis.Options{Addr: n.Addr()})
+		err := nc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err()
+		nc.Close()
+		must(err, "setslot node on "+n.Addr())
+	}
+}

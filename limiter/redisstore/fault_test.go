@@ -14,9 +14,11 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
-// slack is what a loaded 2-core machine under -race may add to a bounded
-// call.
-const slack = 250 * time.Millisecond
+// slack is what a loaded 2-core machine under -race (shared with other
+// test binaries) may add to a bounded call; it stays well below go-redis's
+// own 3s read timeout and below the proxy's 2s delay, so a bound that held
+// only by those would still fail.
+const slack = 400 * time.Millisecond
 
 // events records observer calls.
 type events struct {
@@ -131,8 +133,10 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 				_, _ = l.Allow(ctx, "probe", 1)
 				time.Sleep(10 * time.Millisecond)
 			}
-			if slowest := ld.end(); slowest > timeout+slack {
-				t.Fatalf("slowest call under load: %v, want ≤ %v", slowest, timeout+slack)
+			slowest := ld.end()
+			t.Logf("%d calls under load, slowest %v", ld.calls.Load(), slowest)
+			if slowest > timeout+2*slack {
+				t.Fatalf("slowest call under load: %v, want ≤ %v", slowest, timeout+2*slack)
 			}
 			if got := admitted(t, l, "after", 12, nil); got != 10 {
 				t.Fatalf("recovered: admitted %d of 12, want 10", got)
@@ -191,7 +195,7 @@ func TestSlowRedis(t *testing.T) {
 				if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
 					t.Fatalf("fast: %+v, %v", d, err)
 				}
-				proxy.SetDelay(400 * time.Millisecond)
+				proxy.SetDelay(2 * time.Second)
 				for i := range 3 {
 					start := time.Now()
 					d, err := l.Allow(ctx, "k", 1)
