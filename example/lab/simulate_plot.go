@@ -22,7 +22,7 @@ const maxPlotRequests = 20_000
 
 // maxBoundaries bounds the window boundaries drawn; past it they would
 // paint the background, so none is drawn and the axis label says so.
-const maxBoundaries = 200
+const maxBoundaries = 40
 
 var (
 	admittedColor = color.NRGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
@@ -136,8 +136,8 @@ func writePlot(path string, p *sim.Pattern, cfg sim.Config, results []sim.Result
 			shape draw.GlyphDrawer
 			color color.Color
 		}{
-			{rejected, draw.CrossGlyph{}, rejectedColor},
 			{admitted, draw.CircleGlyph{}, admittedColor},
+			{rejected, draw.CrossGlyph{}, rejectedColor}, // on top: dense rows would hide them
 		} {
 			if len(set.xys) == 0 {
 				continue

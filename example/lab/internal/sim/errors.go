@@ -26,6 +26,7 @@ type ParseError struct {
 	Err  error
 }
 
+// Error returns "name:line: problem".
 func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Name, e.Line, e.Err) }
 
 // Unwrap returns the underlying problem.

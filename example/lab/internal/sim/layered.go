@@ -74,8 +74,9 @@ func newLayered(cfg Config, keys int) (Model, error) {
 // own example, 100 per minute with 5 per second, gives 200 = 2L for a
 // minute's span: sixty seconds of 5 hold more than 100, so the short layer
 // caps the burst inside any second (10 across a second boundary) but not
-// over the long window. Only when (m+1)·S < 2L does layering lower the
-// long window's bound.
+// over the long window. In general the bound is below 2L when
+// (m+1)·S < 2L, and exactly 2L once m+1 ≥ 2·ceil(L/S) (the short windows
+// of each half of the span can then hold a whole L).
 func LayeredBound(long, short limiter.Rate) int64 {
 	m := int64(long.Window / short.Window)
 	L, S := long.Limit, short.Limit

@@ -137,3 +137,30 @@ func loadPattern(t *testing.T, file string) *Pattern {
 	}
 	return p
 }
+
+// FuzzParse checks that no input makes Parse panic, that what it accepts
+// is sorted and within bounds, and that writing it back reads the same.
+func FuzzParse(f *testing.F) {
+	f.Add("0.90\n0.91,alice\n# c\n\n1.00 , bob\n")
+	f.Add("time,key\n")
+	f.Add("3\n1\n2\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		p, err := Parse(strings.NewReader(in), "fuzz")
+		if err != nil {
+			return
+		}
+		for i, r := range p.Requests {
+			if r.At < 0 || r.Key == "" || i > 0 && r.At < p.Requests[i-1].At {
+				t.Fatalf("Parse(%q): request %d = %+v out of order or bounds", in, i, r)
+			}
+		}
+		var buf bytes.Buffer
+		if err := p.WriteCSV(&buf); err != nil {
+			t.Fatal(err)
+		}
+		q, err := Parse(&buf, "fuzz")
+		if err != nil || !reflect.DeepEqual(p, q) {
+			t.Fatalf("Parse(WriteCSV(Parse(%q))) = %v, %v; want %v", in, q, err, p)
+		}
+	})
+}
