@@ -70,7 +70,7 @@ func parseSimulateFlags(args []string, stderr io.Writer) (simulateConfig, error)
 	fs.Int64Var(&cfg.sim.Limit, "limit", 10, "requests admitted per key per window")
 	fs.DurationVar(&cfg.sim.Window, "window", time.Second, "window length, a whole number of milliseconds (a multiple of 5ms for layered)")
 	fs.StringVar(&cfg.plot, "plot", "", "also draw the timeline of admitted requests to `file`.svg or file.png")
-	fs.StringVar(&limiters, "limiters", strings.Join(sim.Names(), ","), "comma-separated limiters to run, in table order")
+	fs.StringVar(&limiters, "limiters", strings.Join(sim.Names(), ","), "comma-separated limiters to run; the table keeps this order")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stderr, "usage: lab simulate [flags]")
