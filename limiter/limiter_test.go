@@ -169,7 +169,7 @@ func TestAllowCorruptHugeCountCannotOverflowIntoAllow(t *testing.T) {
 	sh := &st.shards[h&st.mask]
 	sh.mu.Lock()
 	for i := range sh.tables {
-		sh.tables[i].counts[h] = math.MaxInt64
+		sh.tables[i].counts.set(h, math.MaxInt64)
 	}
 	sh.mu.Unlock()
 	for _, cost := range []int64{1, 10} {

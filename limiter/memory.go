@@ -14,14 +14,14 @@ import (
 
 // Defaults of the in-memory store.
 const (
-	DefaultMaxKeys       = 1 << 20 // 1,048,576 counters
+	DefaultMaxKeys       = 1 << 21 // 2,097,152 counters
 	DefaultShards        = 256
 	DefaultSweepInterval = time.Minute
 )
 
-// smallTable is the largest table whose map is cleared and reused when its
-// window passes; larger maps are dropped so that memory taken by a burst
-// of keys goes back to the runtime.
+// smallTable is the most entries a table may hold for its slots to be
+// cleared and reused when its window passes; larger tables are freed so that
+// memory taken by a burst of keys goes back to the runtime.
 const smallTable = 64
 
 // MemoryStore is the embedded in-memory Store. It is safe for concurrent
@@ -35,16 +35,20 @@ const smallTable = 64
 //
 // Memory is bounded by MaxKeys counters (a layered policy uses one counter
 // per window), enforced per shard as MaxKeys/Shards; the shard count is
-// lowered if need be so that each shard holds at least MaxWindows. When a shard is full,
-// a counter of a past window is freed if there is one; otherwise an
-// arbitrary current counter is evicted, which gives that client a fresh
-// budget for the rest of the window. Evictions are counted (see Evictions):
-// a store that evicts is too small for its traffic, or is being flooded.
+// lowered if need be so that each shard holds at least MaxWindows. Keys
+// spread unevenly over shards, so the first shard fills a little before
+// the store does: with the defaults, when about 97% of MaxKeys are held.
+// When a shard is full, a counter of a past window is freed if there is
+// one; otherwise an arbitrary current counter is evicted, which gives that
+// client a fresh budget for the rest of the window. Evictions are counted
+// (see Evictions): a store that evicts is too small for its traffic, or is
+// being flooded.
 //
-// Keys are hashed with a per-store random seed, so the state per counter is
-// 16 bytes of map slot whatever the key's length; two keys share a counter
-// only if their 64-bit hashes collide (about 1 in 2^64 per pair, and not
-// steerable by clients, who cannot know the seed).
+// Keys are hashed with a per-store random seed, so a counter is a 16-byte
+// slot of an open-addressing table (18 to 37 bytes of heap at its load
+// factors) whatever the key's length; two keys share a counter only if
+// their 64-bit hashes collide (about 1 in 2^64 per pair, and not steerable
+// by clients, who cannot know the seed).
 //
 // The zero MemoryStore is not usable; call NewMemoryStore.
 type MemoryStore struct {
@@ -72,7 +76,7 @@ type memTable struct {
 	id       int64 // the window whose counts are held
 	start    int64 // its start, Unix ms
 	end      int64 // its end: the table is stale from then on
-	counts   map[uint64]int64
+	counts   counts
 }
 
 // A MemoryOption configures NewMemoryStore.
@@ -157,29 +161,39 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (d Decision, err er
 	var (
 		state [MaxWindows]State
 		found [MaxWindows]bool
+		slots [MaxWindows]int
 		tabs  [MaxWindows]*memTable
 	)
 	sh.mu.Lock()
 	now := sh.prepare(p, req.Now, &tabs)
 	for i := range p.rates {
 		t := tabs[i]
-		c, ok := t.counts[h]
-		state[i], found[i] = State{Window: t.id, Count: c}, ok
+		var c int64
+		slots[i], c, found[i] = t.counts.lookup(h)
+		state[i] = State{Window: t.id, Count: c}
 	}
 	decide(p, &state, now, req.Cost, &state, &d)
 	if d.Allowed && !req.Peek {
+		// Updates first, through the slots found above; insertions after,
+		// since making room may move other entries.
+		inserts := false
 		for i := range p.rates {
-			t := tabs[i]
-			if !found[i] {
-				if sh.n >= s.perShard {
-					s.makeRoom(sh, h, now.UnixMilli())
-				}
-				if t.counts == nil {
-					t.counts = make(map[uint64]int64)
-				}
-				sh.n++
+			if found[i] {
+				tabs[i].counts.slots[slots[i]].c = state[i].Count
+			} else {
+				inserts = true
 			}
-			t.counts[h] = state[i].Count
+		}
+		if inserts {
+			for i := range p.rates {
+				if !found[i] {
+					if sh.n >= s.perShard {
+						s.makeRoom(sh, h, now.UnixMilli())
+					}
+					tabs[i].counts.set(h, state[i].Count)
+					sh.n++
+				}
+			}
 		}
 	}
 	sh.mu.Unlock()
@@ -234,12 +248,8 @@ func (sh *memShard) table(windowMs, ms int64) *memTable {
 
 // drop forgets a table's counts and moves it to the window of ms.
 func (sh *memShard) drop(t *memTable, ms int64) {
-	sh.n -= len(t.counts)
-	if len(t.counts) <= smallTable && t.counts != nil {
-		clear(t.counts)
-	} else {
-		t.counts = nil
-	}
+	sh.n -= t.counts.n
+	t.counts.reset()
 	t.id, t.start, t.end = WindowID(ms, t.windowMs)
 }
 
@@ -263,15 +273,12 @@ func (s *MemoryStore) makeRoom(sh *memShard, h uint64, ms int64) {
 	// counters and h has fewer than that here, so some table has another
 	// key's counter.
 	order := slices.Clone(sh.tables)
-	slices.SortFunc(order, func(a, b *memTable) int { return len(b.counts) - len(a.counts) })
+	slices.SortFunc(order, func(a, b *memTable) int { return b.counts.n - a.counts.n })
 	for _, t := range order {
-		for k := range t.counts {
-			if k != h {
-				delete(t.counts, k)
-				sh.n--
-				s.evictions.Add(1)
-				return
-			}
+		if t.counts.evictOther(h) {
+			sh.n--
+			s.evictions.Add(1)
+			return
 		}
 	}
 }
@@ -290,11 +297,7 @@ func (s *MemoryStore) Reset(ctx context.Context, key string, p *Policy) error {
 	defer sh.mu.Unlock()
 	for _, sp := range p.spans {
 		for _, t := range sh.tables {
-			if t.windowMs != sp.ms {
-				continue
-			}
-			if _, ok := t.counts[h]; ok {
-				delete(t.counts, h)
+			if t.windowMs == sp.ms && t.counts.del(h) {
 				sh.n--
 			}
 		}
