@@ -8,6 +8,7 @@ import (
 // Names are the header field names a Writer sets. An empty field keeps the
 // default shown. Names are case-insensitive on the wire; the Writer stores
 // them in canonical form (X-Ratelimit-Limit), as http.Header.Set would.
+// The zero Names keeps every default.
 type Names struct {
 	Limit           string // X-RateLimit-Limit
 	Remaining       string // X-RateLimit-Remaining

@@ -27,7 +27,7 @@ type problem struct {
 	typ, title []byte
 }
 
-// An Option configures New.
+// An Option configures New. A nil Option is an error of New.
 type Option func(*Writer) error
 
 // New returns a Writer. By default it writes X-RateLimit-Limit,

@@ -13,7 +13,8 @@ import (
 //
 // Every Func of this package prefixes its keys with their kind ("ip4:",
 // "ip6:", "hdr:", "user:", "route:", "join:", "sha256:"), so keys of two
-// kinds never collide. A Func is safe for concurrent use.
+// kinds never collide. A Func is safe for concurrent use. The zero Func is
+// nil and cannot be called; Join rejects it.
 type Func func(r *http.Request) (string, error)
 
 // Errors reported by this package. Test with errors.Is.

@@ -20,7 +20,8 @@ const DefaultIPv6Prefix = 64
 // concern a constructor are ignored by it: WithIPv4Prefix and
 // WithIPv6Prefix concern the address-based Funcs (RemoteHost,
 // TrustedProxy, ChiClientIP), WithMaxKeyLen and WithHashedValues the Funcs
-// whose keys carry client-chosen text (Header, Principal).
+// whose keys carry client-chosen text (Header, Principal). A nil Option is
+// a constructor error.
 type Option func(*config) error
 
 type config struct {
