@@ -9,12 +9,17 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.uber.org/goleak"
 
 	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
+
+// TestMain fails the package if a goroutine (a test server, a client
+// connection, a store's sweep) outlives the tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type call struct {
 	method, path string

@@ -8,9 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
+
+// TestMain fails the package if a goroutine (a test server, a client
+// connection, a store's sweep) outlives the tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestRoutes(t *testing.T) {
 	store, err := limiter.NewMemoryStore()
