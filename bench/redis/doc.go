@@ -1,0 +1,13 @@
+// Package redis compares the Redis store of github.com/fixedwindow/ratelimit
+// with two Redis-backed peers, github.com/go-redis/redis_rate/v10 and
+// ulule/limiter/v3's Redis store, in one run against the local Redis at
+// 127.0.0.1:6379, with 64 concurrent callers. It is a benchmark-only
+// package of the nested bench module, so that the peers never enter the
+// main module.
+//
+//	cd bench && go test -run '^$' -bench . -benchmem -count 5 ./redis
+//
+// Every benchmark reports redis-cmds/op, the commands its client sent per
+// decision (counted by a go-redis hook, so other users of the shared Redis
+// do not blur it).
+package redis
