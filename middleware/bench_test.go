@@ -56,6 +56,7 @@ func serveParallel(b *testing.B, h http.Handler, reqs []*http.Request) {
 	var start, refused atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0, cpuOK := cpuTime()
 	b.RunParallel(func(pb *testing.PB) {
 		w := &benchWriter{h: make(http.Header, 8)}
 		i := int(start.Add(7919))
@@ -66,6 +67,9 @@ func serveParallel(b *testing.B, h http.Handler, reqs []*http.Request) {
 		}
 		refused.Add(int64(w.notOK))
 	})
+	if cpu1, ok := cpuTime(); ok && cpuOK {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+	}
 	if n := refused.Load(); n > 0 {
 		b.Fatalf("%d requests were not answered 200; the benchmark measures the allow path", n)
 	}
