@@ -14,8 +14,8 @@ import (
 // values must be fresh slices, since handlers may modify them, and a value
 // that differs per request needs fresh bytes; one block holds both.
 type block struct {
-	vals [6]string
-	buf  [96]byte
+	vals [4]string // limit, remaining, reset, retry
+	buf  [80]byte  // room for four 19-digit numbers
 }
 
 // bigBlock is a block with room for the draft fields of one or two
