@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
 	"github.com/fixedwindow/ratelimit/middleware/metrics"
@@ -101,4 +103,33 @@ func BenchmarkMiddleware(b *testing.B) {
 	b.Run("handler=bare", func(b *testing.B) { serveParallel(b, bare, reqs) })
 	b.Run("handler=middleware", func(b *testing.B) { serveParallel(b, plain(bare), reqs) })
 	b.Run("handler=middleware+metrics", func(b *testing.B) { serveParallel(b, observed(bare), reqs) })
+
+	// The parts of the cost: the same middleware keyed by the bare host
+	// (a substring of RemoteAddr: no parse, no allocation), and without
+	// the X-RateLimit-* headers on admissions.
+	noHeaders, err := headers.New(headers.WithoutLegacyHeaders())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range []struct {
+		name string
+		opts []middleware.Option
+	}{
+		{"key=host", []middleware.Option{middleware.WithKey(hostKey)}},
+		{"headers=off", []middleware.Option{middleware.WithHeaders(noHeaders)}},
+		{"key=host,headers=off", []middleware.Option{middleware.WithKey(hostKey), middleware.WithHeaders(noHeaders)}},
+	} {
+		mw, err := middleware.New(l, v.opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("handler=middleware,"+v.name, func(b *testing.B) { serveParallel(b, mw(bare), reqs) })
+	}
+}
+
+// hostKey keys by the host part of RemoteAddr, unchecked and unprefixed:
+// a yardstick for keyfunc.RemoteHost's cost, not a key to deploy.
+func hostKey(r *http.Request) (string, error) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	return host, err
 }
