@@ -58,6 +58,9 @@ end
 
 local out = {sec, usec}
 local a, k = 4, 1
+-- Per-window scratch, reused by every request (Lua tables cost more than
+-- the commands they would save).
+local lim, wms, cnt, found, fresh, ends, bare = {}, {}, {}, {}, {}, {}, {}
 for _ = 1, nreq do
   local now = tonumber(ARGV[a])
   local costArg = ARGV[a + 1]
@@ -65,10 +68,10 @@ for _ = 1, nreq do
   local peek = ARGV[a + 2] == '1'
   local n = tonumber(ARGV[a + 3])
   a = a + 4
-  local lim, wms, cnt, found, fresh, ends, bare = {}, {}, {}, {}, {}, {}, {}
   for i = 1, n do
     lim[i] = tonumber(ARGV[a])
     wms[i] = tonumber(ARGV[a + 1])
+    fresh[i], bare[i] = nil, false
     a = a + 2
   end
 
