@@ -1,6 +1,7 @@
 package keyfunc_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -91,4 +92,24 @@ func ExampleJoin() {
 	// Output:
 	// join:15:ip4:203.0.113.7,21:route:GET /users/{id}, <nil>
 	// join:15:ip4:203.0.113.7,21:route:GET /users/{id}, <nil>
+}
+
+func ExamplePrincipal() {
+	type userKey struct{}
+	key, err := keyfunc.Principal(func(r *http.Request) (string, bool) {
+		id, ok := r.Context().Value(userKey{}).(string)
+		return id, ok
+	})
+	if err != nil {
+		panic(err)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	_, err = key(r) // anonymous: no key, not a shared bucket
+	fmt.Println(errors.Is(err, keyfunc.ErrNoKey))
+
+	r = r.WithContext(context.WithValue(r.Context(), userKey{}, "42"))
+	fmt.Println(key(r))
+	// Output:
+	// true
+	// user:42 <nil>
 }
