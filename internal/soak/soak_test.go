@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -116,6 +117,7 @@ type run struct {
 	firstErrs         []string
 }
 
+// fail counts an error and keeps the first few for the report.
 func (r *run) fail(format string, args ...any) {
 	r.errs++
 	if len(r.firstErrs) < 5 {
@@ -124,7 +126,9 @@ func (r *run) fail(format string, args ...any) {
 }
 
 // hammer sends requests in a closed loop until end, each to a random
-// replica for a random key, and records every answer.
+// replica for a random key, and records every answer. The end of the run
+// is checked between requests and never cancels one in flight, which
+// would count as an error; the client's timeout bounds each request.
 func hammer(hc *http.Client, urls []string, seed uint64, end time.Time) *run {
 	r := &run{windows: make(map[win]tally)}
 	rng := mrand.New(mrand.NewPCG(seed, 0x50a4))
@@ -177,7 +181,7 @@ func percentile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
-	i := int(q/100*float64(len(ds))+0.5) - 1
+	i := int(math.Ceil(q/100*float64(len(ds)))) - 1
 	return ds[min(max(i, 0), len(ds)-1)]
 }
 
