@@ -4,7 +4,7 @@ PKGS     ?= ./...
 FUZZTIME ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test bench bench-peers fuzz lint cover redis
+.PHONY: test bench bench-peers fuzz soak lint cover redis
 
 # The whole suite, race detector on. Redis-backed tests need a Redis at
 # 127.0.0.1:6379 (see .ci/run, or `make redis`).
@@ -22,6 +22,12 @@ bench-peers:
 # Every fuzz target for FUZZTIME each.
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
+
+# The soak test alone, for SOAK_DURATION (default 30s; make test runs it
+# at its default length too).
+SOAK_DURATION ?= 2m
+soak:
+	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 15m -run TestSoak -v ./internal/soak
 
 lint:
 	$(GO) vet $(PKGS)
