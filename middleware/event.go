@@ -7,7 +7,8 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
-// An Outcome is what became of one request under one limiter.
+// An Outcome is what became of one request under one limiter. The zero
+// Outcome is none of them; its String is "unknown".
 type Outcome uint8
 
 // The outcomes an Observer sees.
