@@ -16,7 +16,7 @@ import (
 
 // slack is what a loaded 2-core machine under -race (shared with other
 // test binaries) may add to a bounded call; it stays well below go-redis's
-// own 3s read timeout and below the proxy's 2s delay, so a bound that held
+// own 3s read timeout and below the proxy's 1s delay, so a bound that held
 // only by those would still fail.
 const slack = 400 * time.Millisecond
 
@@ -183,7 +183,7 @@ func admitted(t *testing.T, l *limiter.Limiter, key string, n int, errs *[]error
 func TestSlowRedis(t *testing.T) {
 	const timeout = 50 * time.Millisecond
 	p := limiter.MustPolicy("slow", limiter.PerHour(1000))
-	for _, mode := range []Pipelining{Batch, Plain} {
+	for _, mode := range []Pipelining{Batch, Plain, AutoPipeline} {
 		for _, fp := range []FailurePolicy{FailClosed, FailOpen} {
 			t.Run(mode.String()+"/"+fp.String(), func(t *testing.T) {
 				proxy := redistest.StartProxy(t, redistest.SharedAddr)
@@ -195,7 +195,7 @@ func TestSlowRedis(t *testing.T) {
 				if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
 					t.Fatalf("fast: %+v, %v", d, err)
 				}
-				proxy.SetDelay(2 * time.Second)
+				proxy.SetDelay(time.Second)
 				for i := range 3 {
 					start := time.Now()
 					d, err := l.Allow(ctx, "k", 1)

@@ -168,7 +168,15 @@ func (s *Store) single(tctx, caller context.Context, req *limiter.Request, r *re
 	keys := appendKeys(make([]string, 0, n), s.cfg.prefix, req.Key, pk, n, s.cfg.clock, req.Now.UnixMilli())
 	h := s.cfg.header(1)
 	args := appendArgs(append(make([]any, 0, headerArgs+requestArgs+2*n), h[:]...), req, pk)
-	v, err := s.roundTrip(tctx, caller, keys, args)
+	var (
+		v   any
+		err error
+	)
+	if s.cfg.pipelining == AutoPipeline {
+		v, err = s.boundedRoundTrip(tctx, caller, keys, args)
+	} else {
+		v, err = s.roundTrip(tctx, caller, keys, args)
+	}
 	if err != nil {
 		return err
 	}
@@ -194,6 +202,28 @@ func (s *Store) roundTrip(ctx, caller context.Context, keys []string, args []any
 		}
 		return v, err
 	})
+}
+
+// boundedRoundTrip is roundTrip for go-redis's autopipeliner, whose
+// blocking face (v9.23) waits for a batch's reply past the caller's
+// deadline (measured: 2s behind a 2s-delaying proxy with a 50ms timeout).
+// The call runs aside and the caller stops waiting at the deadline.
+func (s *Store) boundedRoundTrip(ctx, caller context.Context, keys []string, args []any) (any, error) {
+	type reply struct {
+		v   any
+		err error
+	}
+	ch := make(chan reply, 1)
+	go func() {
+		v, err := s.roundTrip(ctx, caller, keys, args)
+		ch <- reply{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // degrade answers a request Redis could not decide, by the failure policy.
