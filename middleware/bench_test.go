@@ -36,9 +36,8 @@ func clientRequests(n int) []*http.Request {
 // emptied before every request as a server's fresh map would be, and
 // counts answers other than 200.
 type benchWriter struct {
-	h        http.Header
-	notOK    int
-	wroteHdr bool
+	h     http.Header
+	notOK int
 }
 
 func (w *benchWriter) Header() http.Header { return w.h }

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -79,9 +80,19 @@ func peersWithLimit(limit int64) []peer {
 			return mw.RateLimit(next), func() {}
 		}},
 		{"httprate", func(tb testing.TB, next http.Handler) (http.Handler, func()) {
-			return httprate.LimitBy(int(limit), window, httprate.KeyByIP)(next), func() {}
+			return httprate.LimitBy(int(limit), window, httprateKeyByIP)(next), func() {}
 		}},
 	}
+}
+
+// httprateKeyByIP is httprate.KeyByIP, deprecated because behind a proxy
+// RemoteAddr is the proxy's; here it is the client's, as for every peer.
+func httprateKeyByIP(r *http.Request) (string, error) {
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		ip = r.RemoteAddr
+	}
+	return httprate.CanonicalizeIP(ip), nil
 }
 
 // clientRequests returns n GET requests from n distinct IPv4 addresses.
