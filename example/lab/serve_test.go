@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,4 +190,49 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// --fail-open decides what a failing store means: 500 without it, the
+// handler with it. A closed memory store stands in for one that is down.
+func TestServeFailOpen(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantStatus int
+	}{
+		{"fail_closed_by_default", nil, http.StatusInternalServerError},
+		{"fail_open", []string{"--fail-open"}, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseServeFlags(tt.args, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store, closeStore, err := openStore(context.Background(), cfg.store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := closeStore(); err != nil {
+				t.Fatal(err)
+			}
+			var logs syncBuffer
+			h, err := newServeHandler(cfg, store, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := httptest.NewRequest(http.MethodGet, "/api/fixed-window", nil)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tt.wantStatus {
+				t.Fatalf("status = %d, want %d", w.Code, tt.wantStatus)
+			}
+			if strings.Contains(w.Body.String(), "closed") {
+				t.Errorf("body %q leaks the store error", w.Body.String())
+			}
+			if !strings.Contains(logs.String(), "limiter failed") {
+				t.Errorf("the failure was not logged:\n%s", logs.String())
+			}
+		})
+	}
 }
