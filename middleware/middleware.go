@@ -93,6 +93,11 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 		c.onKeyError = badRequest
 	}
 	return func(next http.Handler) http.Handler {
+		if next == nil {
+			// As http.Handle does: a programming error, found when the
+			// route is built rather than by the first request.
+			panic("middleware: nil next handler")
+		}
 		return &handler{cfg: c, next: next}
 	}, nil
 }

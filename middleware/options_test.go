@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -78,4 +79,17 @@ func TestOutcomeString(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestWrappingNilPanics(t *testing.T) {
+	mw, err := middleware.New(&stubLimiter{policy: limiter.MustPolicy("api", limiter.PerMinute(1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "nil next handler") {
+			t.Errorf("recovered %v, want a panic naming the nil next handler", r)
+		}
+	}()
+	mw(nil)
 }
