@@ -46,16 +46,6 @@ func BenchmarkKey(b *testing.B) {
 		h, _, err := net.SplitHostPort(r.RemoteAddr)
 		return h, err
 	}, reqs(addrs))
-	// The general path (parse, then format the address) that the IPv4
-	// fast path of RemoteHost skips.
-	c, _ := newConfig(nil)
-	run("remote_host_v4_general_path", func(r *http.Request) (string, error) {
-		a, err := peerAddr(r.RemoteAddr)
-		if err != nil {
-			return "", err
-		}
-		return c.addrKey(a), nil
-	}, reqs(addrs))
 	host, _ := RemoteHost()
 	run("remote_host_v4", host, reqs(addrs))
 	run("remote_host_v6", host, reqs(v6))

@@ -25,51 +25,29 @@ func RemoteHost(opts ...Option) (Func, error) {
 		return nil, err
 	}
 	return func(r *http.Request) (string, error) {
-		a, host, err := peer(r.RemoteAddr)
+		a, err := peerAddr(r.RemoteAddr)
 		if err != nil {
 			return "", err
-		}
-		if a.Is4() && c.v4Bits == 32 && len(host) <= len("255.255.255.255") && isDottedQuad(host) {
-			// netip accepts IPv4 only in canonical dotted-quad form, so
-			// the host is already the address's text.
-			return "ip4:" + host, nil
 		}
 		return c.addrKey(a), nil
 	}, nil
 }
 
-// isDottedQuad reports whether s is made of digits and dots only, which
-// tells a plain IPv4 host from an IPv4-mapped IPv6 one that folded to IPv4.
-func isDottedQuad(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if (s[i] < '0' || s[i] > '9') && s[i] != '.' {
-			return false
-		}
-	}
-	return true
-}
-
 // peerAddr parses RemoteAddr as "host:port" with an IP host and returns
 // the normalized address.
 func peerAddr(remoteAddr string) (netip.Addr, error) {
-	a, _, err := peer(remoteAddr)
-	return a, err
-}
-
-// peer is peerAddr that also returns the host as written.
-func peer(remoteAddr string) (netip.Addr, string, error) {
 	host, port, err := net.SplitHostPort(remoteAddr)
 	if err != nil {
-		return netip.Addr{}, "", fmt.Errorf("%w: RemoteAddr %q is not host:port", ErrNoKey, clip(remoteAddr))
+		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q is not host:port", ErrNoKey, clip(remoteAddr))
 	}
 	if !validPort(port) {
-		return netip.Addr{}, "", fmt.Errorf("%w: RemoteAddr %q has no valid port", ErrNoKey, clip(remoteAddr))
+		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q has no valid port", ErrNoKey, clip(remoteAddr))
 	}
 	a, err := netip.ParseAddr(host)
 	if err != nil {
-		return netip.Addr{}, "", fmt.Errorf("%w: RemoteAddr %q has no IP host", ErrNoKey, clip(remoteAddr))
+		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q has no IP host", ErrNoKey, clip(remoteAddr))
 	}
-	return normalize(a), host, nil
+	return normalize(a), nil
 }
 
 // validPort reports whether p is a decimal port, 0 to 65535.
