@@ -70,8 +70,10 @@ const (
 	FailOpen
 	// FailLocal decides with an in-memory store on each replica, at the
 	// policy's limits divided by the fallback divisor (WithFallbackDivisor,
-	// N replicas → divisor N keeps the total near the limit). Counts kept
-	// there are forgotten when Redis answers again.
+	// N replicas → divisor N keeps the total near the limit). Its
+	// Decisions carry that reduced policy, so clients are told the limit
+	// actually applied. Counts kept there are forgotten when Redis answers
+	// again, and counts kept in Redis before the outage are not seen by it.
 	FailLocal
 )
 

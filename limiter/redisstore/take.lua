@@ -41,7 +41,10 @@ local function int(x)
   return string.format('%.0f', x)
 end
 
--- count parses a stored count: nil when absent, -1 when corrupt.
+-- count parses a stored count: nil when absent, -1 when corrupt. A
+-- foreign value of the wrong type is treated as corrupt too (refused,
+-- nothing written) rather than aborting the script, whose earlier requests
+-- in the same call would then have been charged without an answer.
 local function count(v)
   if v == false or v == nil then
     return nil
@@ -54,6 +57,14 @@ local function count(v)
     return exact
   end
   return c
+end
+
+-- With the application's clock every count is a plain string: one MGET
+-- reads all the keys of the call. known holds the counts this call has
+-- written since, for requests that repeat a key.
+local mget, known = nil, {}
+if not server then
+  mget = redis.call('MGET', unpack(KEYS))
 end
 
 local out = {sec, usec}
@@ -82,7 +93,10 @@ for _ = 1, nreq do
     now = tnow
     local ws = {}
     for i = 1, n do
-      local h = redis.call('HMGET', KEYS[k + i - 1], 'w', 'c')
+      local h = redis.pcall('HMGET', KEYS[k + i - 1], 'w', 'c')
+      if h.err then -- a foreign value of another type: corrupt
+        h = {'corrupt', '-1'}
+      end
       ws[i] = tonumber(h[1])
       found[i] = h[1] ~= false
       cnt[i] = count(h[2]) or 0
@@ -103,7 +117,14 @@ for _ = 1, nreq do
     end
   else
     for i = 1, n do
-      local v = redis.call('GET', KEYS[k + i - 1])
+      local key = KEYS[k + i - 1]
+      local v = known[key]
+      if v == nil then
+        v = mget[k + i - 1]
+        if v == false and redis.call('EXISTS', key) == 1 then
+          v = '-1' -- a foreign value of another type: corrupt
+        end
+      end
       local c = count(v)
       found[i] = c ~= nil
       cnt[i] = c or 0
@@ -143,9 +164,10 @@ for _ = 1, nreq do
         local ttl = ends[i] - now + margin
         if allowed and not found[i] then
           redis.call('SET', key, costArg, 'PX', int(ttl))
+          known[key] = cost
         else
           if allowed then
-            redis.call('INCRBY', key, costArg)
+            known[key] = redis.call('INCRBY', key, costArg)
           end
           if bare[i] then
             redis.call('PEXPIRE', key, int(ttl))

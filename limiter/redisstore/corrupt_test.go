@@ -1,0 +1,70 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// TestCorruptValueRefused: a value the store did not write (not a count,
+// a negative count, a value of another type) makes the key refuse (fail
+// closed), with no error and nothing written, and does not disturb other
+// keys decided in the same script call.
+func TestCorruptValueRefused(t *testing.T) {
+	c := sharedClient(t)
+	ctx := context.Background()
+	p := limiter.MustPolicy("corrupt", limiter.PerMinute(5))
+	for _, tc := range []struct {
+		name  string
+		clock ClockSource
+		write func(key string) error
+	}{
+		{"app_not_a_number", AppClock, func(k string) error { return c.Set(ctx, k, "abc", 0).Err() }},
+		{"app_negative", AppClock, func(k string) error { return c.Set(ctx, k, "-3", 0).Err() }},
+		{"app_wrong_type", AppClock, func(k string) error { return c.HSet(ctx, k, "x", 1).Err() }},
+		{"server_bad_window", ServerClock, func(k string) error { return c.HSet(ctx, k, "w", "zz", "c", 1).Err() }},
+		{"server_wrong_type", ServerClock, func(k string) error { return c.Set(ctx, k, "1", 0).Err() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, c, WithClockSource(tc.clock), WithOverLimitCache(0))
+			clk := fakeclock.New(t0)
+			l := newLimiter(t, p, s, clk)
+			key := keyOf(s, "bad", p, 0, clk.Now())
+			if err := tc.write(key); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := c.Dump(ctx, key).Result()
+			// Decide the corrupt key and a sound one together, in one batch
+			// when the calls overlap.
+			results := make(chan limiter.Decision, 2)
+			errs := make(chan error, 2)
+			for _, k := range []string{"bad", "good"} {
+				go func() {
+					d, err := l.Allow(ctx, k, 1)
+					results <- d
+					errs <- err
+				}()
+			}
+			allowed := 0
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Fatalf("Allow: %v", err)
+				}
+				if (<-results).Allowed {
+					allowed++
+				}
+			}
+			if allowed != 1 {
+				t.Fatalf("admitted %d of {corrupt, sound}, want 1", allowed)
+			}
+			if d, err := l.Allow(ctx, "bad", 1); err != nil || d.Allowed {
+				t.Fatalf("corrupt key: %+v, %v; want refused", d, err)
+			}
+			if after, _ := c.Dump(ctx, key).Result(); after != before {
+				t.Fatal("a refusal of a corrupt key rewrote it")
+			}
+		})
+	}
+}
