@@ -9,6 +9,9 @@
 //	ratelimit_store_errors_total{policy, reason}   reason: canceled, timeout, closed, unavailable, circuit_open, invalid, other
 //	ratelimit_decision_duration_seconds{policy}    histogram of the limiter's answer time
 //
+// A policy's decision series are created, at zero, for every outcome when
+// its first event arrives, so that rates over them are defined at once.
+//
 // Use:
 //
 //	m, err := metrics.New(prometheus.DefaultRegisterer)

@@ -66,4 +66,7 @@ func ExampleNew() {
 	// ratelimit_decision_duration_seconds policy=api: 4 observations
 	// ratelimit_decisions_total outcome=allowed policy=api: 3
 	// ratelimit_decisions_total outcome=denied policy=api: 1
+	// ratelimit_decisions_total outcome=error policy=api: 0
+	// ratelimit_decisions_total outcome=key_error policy=api: 0
+	// ratelimit_decisions_total outcome=shadow_denied policy=api: 0
 }

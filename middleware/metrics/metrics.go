@@ -28,6 +28,7 @@ type Metrics struct {
 	errors    *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	reason    func(error) string
+	policies  policyCache
 }
 
 // An Option configures New.
@@ -128,18 +129,19 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 // Observe records one middleware event. It is a middleware.Observer:
 // pass m.Observe to middleware.WithObserver.
 func (m *Metrics) Observe(e middleware.Event) {
-	policy := "unknown"
-	if e.Policy != nil {
-		policy = e.Policy.Name()
+	pm := m.policies.get(m, e.Policy)
+	if int(e.Outcome) < len(pm.outcomes) && pm.outcomes[e.Outcome] != nil {
+		pm.outcomes[e.Outcome].Inc()
+	} else {
+		m.decisions.WithLabelValues(pm.name, e.Outcome.String()).Inc()
 	}
-	m.decisions.WithLabelValues(policy, e.Outcome.String()).Inc()
 	switch e.Outcome {
 	case middleware.KeyError:
 		return
 	case middleware.Error:
-		m.errors.WithLabelValues(policy, m.reason(e.Err)).Inc()
+		m.errors.WithLabelValues(pm.name, m.reason(e.Err)).Inc()
 	}
-	m.duration.WithLabelValues(policy).Observe(e.Duration.Seconds())
+	pm.duration.Observe(e.Duration.Seconds())
 }
 
 var _ middleware.Observer = (*Metrics)(nil).Observe

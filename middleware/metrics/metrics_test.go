@@ -87,11 +87,20 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 # HELP ratelimit_decisions_total Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error).
 # TYPE ratelimit_decisions_total counter
 ratelimit_decisions_total{outcome="allowed",policy="api"} 3
-ratelimit_decisions_total{outcome="denied",policy="api"} 1
-ratelimit_decisions_total{outcome="key_error",policy="api"} 1
+ratelimit_decisions_total{outcome="allowed",policy="cache"} 0
 ratelimit_decisions_total{outcome="allowed",policy="rollout"} 1
-ratelimit_decisions_total{outcome="shadow_denied",policy="rollout"} 1
+ratelimit_decisions_total{outcome="denied",policy="api"} 1
+ratelimit_decisions_total{outcome="denied",policy="cache"} 0
+ratelimit_decisions_total{outcome="denied",policy="rollout"} 0
+ratelimit_decisions_total{outcome="error",policy="api"} 0
 ratelimit_decisions_total{outcome="error",policy="cache"} 2
+ratelimit_decisions_total{outcome="error",policy="rollout"} 0
+ratelimit_decisions_total{outcome="key_error",policy="api"} 1
+ratelimit_decisions_total{outcome="key_error",policy="cache"} 0
+ratelimit_decisions_total{outcome="key_error",policy="rollout"} 0
+ratelimit_decisions_total{outcome="shadow_denied",policy="api"} 0
+ratelimit_decisions_total{outcome="shadow_denied",policy="cache"} 0
+ratelimit_decisions_total{outcome="shadow_denied",policy="rollout"} 1
 # HELP ratelimit_store_errors_total Decisions the limiter could not make, by policy and reason.
 # TYPE ratelimit_store_errors_total counter
 ratelimit_store_errors_total{policy="cache",reason="unavailable"} 2
@@ -232,3 +241,47 @@ type timeoutErr struct{}
 func (timeoutErr) Error() string   { return "i/o timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
+
+// Past the cache's bound, events are still counted, under the right
+// policy.
+func TestManyPoliciesAreCountedPastTheCache(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	for i := range n {
+		p := limiter.MustPolicy(fmt.Sprintf("p%d", i%3), limiter.PerMinute(int64(i+1)))
+		m.Observe(middleware.Event{Policy: p, Outcome: middleware.Allowed})
+		m.Observe(middleware.Event{Policy: p, Outcome: middleware.Allowed})
+	}
+	m.Observe(middleware.Event{Outcome: middleware.Denied}) // no policy
+	want := `
+# HELP ratelimit_decisions_total Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error).
+# TYPE ratelimit_decisions_total counter
+ratelimit_decisions_total{outcome="allowed",policy="p0"} 200
+ratelimit_decisions_total{outcome="allowed",policy="p1"} 200
+ratelimit_decisions_total{outcome="allowed",policy="p2"} 200
+ratelimit_decisions_total{outcome="allowed",policy="unknown"} 0
+ratelimit_decisions_total{outcome="denied",policy="p0"} 0
+ratelimit_decisions_total{outcome="denied",policy="p1"} 0
+ratelimit_decisions_total{outcome="denied",policy="p2"} 0
+ratelimit_decisions_total{outcome="denied",policy="unknown"} 1
+ratelimit_decisions_total{outcome="error",policy="p0"} 0
+ratelimit_decisions_total{outcome="error",policy="p1"} 0
+ratelimit_decisions_total{outcome="error",policy="p2"} 0
+ratelimit_decisions_total{outcome="error",policy="unknown"} 0
+ratelimit_decisions_total{outcome="key_error",policy="p0"} 0
+ratelimit_decisions_total{outcome="key_error",policy="p1"} 0
+ratelimit_decisions_total{outcome="key_error",policy="p2"} 0
+ratelimit_decisions_total{outcome="key_error",policy="unknown"} 0
+ratelimit_decisions_total{outcome="shadow_denied",policy="p0"} 0
+ratelimit_decisions_total{outcome="shadow_denied",policy="p1"} 0
+ratelimit_decisions_total{outcome="shadow_denied",policy="p2"} 0
+ratelimit_decisions_total{outcome="shadow_denied",policy="unknown"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ratelimit_decisions_total"); err != nil {
+		t.Error(err)
+	}
+}

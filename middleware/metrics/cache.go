@@ -1,0 +1,62 @@
+package metrics
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/middleware"
+)
+
+// policyMetrics holds one policy's series, resolved once: looking a series
+// up by its label values hashes them, which cost more than the rest of
+// Observe together.
+type policyMetrics struct {
+	name     string
+	outcomes [middleware.KeyError + 1]prometheus.Counter // by Outcome
+	duration prometheus.Observer
+}
+
+// maxCachedPolicies bounds the cache. Policies are normally fixed at
+// startup; past the bound (a resolver minting policies), series are looked
+// up on every event instead, which is slower but correct.
+const maxCachedPolicies = 256
+
+// policyCache maps *limiter.Policy to its *policyMetrics. A Policy is
+// immutable, so its pointer identifies it; two policies of one name share
+// series.
+type policyCache struct {
+	m sync.Map
+	n atomic.Int64
+}
+
+func (c *policyCache) get(m *Metrics, p *limiter.Policy) *policyMetrics {
+	if v, ok := c.m.Load(p); ok {
+		return v.(*policyMetrics)
+	}
+	pm := newPolicyMetrics(m, p)
+	if c.n.Load() >= maxCachedPolicies {
+		return pm
+	}
+	if v, loaded := c.m.LoadOrStore(p, pm); loaded {
+		return v.(*policyMetrics)
+	}
+	c.n.Add(1)
+	return pm
+}
+
+// newPolicyMetrics creates p's series, every outcome at zero, so that
+// rates over them are defined from the first event on.
+func newPolicyMetrics(m *Metrics, p *limiter.Policy) *policyMetrics {
+	pm := &policyMetrics{name: "unknown"}
+	if p != nil {
+		pm.name = p.Name()
+	}
+	for o := middleware.Allowed; o <= middleware.KeyError; o++ {
+		pm.outcomes[o] = m.decisions.WithLabelValues(pm.name, o.String())
+	}
+	pm.duration = m.duration.WithLabelValues(pm.name)
+	return pm
+}
