@@ -126,3 +126,18 @@ func mustRemoteHost(t *testing.T) keyfunc.Func {
 	}
 	return k
 }
+
+// Two middlewares stacked instead: no header is duplicated, but the inner
+// one's values win even when the outer limit is the tighter, which is why
+// the package documents WithLimiter for several limits on one route.
+func TestStackedMiddlewaresInnerHeadersWin(t *testing.T) {
+	clk := newFakeClock(t0)
+	outer := newLimiter(t, clk, "outer", limiter.PerMinute(1))
+	inner := newLimiter(t, clk, "inner", limiter.PerMinute(100))
+	h := newMiddleware(t, outer)(newMiddleware(t, inner)(&okHandler{}))
+	w := call(h, "192.0.2.1:1")
+	if w.Code != http.StatusOK {
+		t.Fatalf("status = %d, want 200", w.Code)
+	}
+	wantHeaders(t, w, map[string]string{"X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "99"})
+}
