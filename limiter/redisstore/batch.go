@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 )
@@ -26,11 +27,12 @@ type batcher struct {
 
 // A call is one decision waiting in the batcher.
 type call struct {
-	ctx  context.Context
-	req  *limiter.Request
-	res  *result
-	err  error
-	done chan struct{}
+	ctx      context.Context
+	deadline time.Time // the store's timeout, from the call's arrival
+	req      *limiter.Request
+	res      *result
+	err      error
+	done     chan struct{}
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -40,9 +42,17 @@ func newBatcher(s *Store) *batcher {
 }
 
 // do queues one decision and waits for its result or for ctx to end.
+//
+// The store's timeout needs no context (and no timer) per decision: calls
+// leave the queue in arrival order and all have the same timeout, so the
+// batches running ahead of a call end by the deadline of their oldest
+// call, which is no later than this one's; a call whose deadline has
+// passed when its turn comes is dropped, and a batch's own deadline is
+// that of its oldest call.
 func (b *batcher) do(ctx context.Context, req *limiter.Request, r *result) error {
 	c := callPool.Get().(*call)
 	c.ctx, c.req, c.res, c.err = ctx, req, r, nil
+	c.deadline = time.Now().Add(b.s.cfg.timeout)
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
 	start := b.running < b.inFlight
@@ -99,11 +109,20 @@ func (b *batcher) loop() {
 func (b *batcher) send(batch []*call, keys []string, args []any, res []result, nwin []int) ([]string, []any, []result, []int) {
 	s := b.s
 	live := batch[:0]
+	now := time.Now()
+	var deadline time.Time
 	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
+		err := c.ctx.Err()
+		if err == nil && !now.Before(c.deadline) {
+			err = context.DeadlineExceeded
+		}
+		if err != nil {
 			c.err = err
 			c.done <- struct{}{}
 			continue
+		}
+		if deadline.IsZero() || c.deadline.Before(deadline) {
+			deadline = c.deadline
 		}
 		live = append(live, c)
 	}
@@ -120,7 +139,7 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 		nwin = append(nwin, n)
 	}
 	res = append(res, make([]result, len(live))...)
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	v, err := s.roundTrip(ctx, context.Background(), keys, args)
 	cancel()
 	if err == nil {

@@ -135,17 +135,17 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 		s.stats.cached.Add(1)
 		return d, nil
 	}
-	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	var (
 		r   result
 		err error
 	)
 	if s.batch != nil {
-		err = s.batch.do(tctx, &req, &r)
+		err = s.batch.do(ctx, &req, &r)
 	} else {
+		tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 		err = s.single(tctx, ctx, &req, &r)
+		cancel()
 	}
-	cancel()
 	if err == nil {
 		next, d, at, derr := s.cfg.decide(&req, &r)
 		if derr == nil {
