@@ -63,14 +63,28 @@ func (c *keyCache) get(p *limiter.Policy) *policyKeys {
 // appendKeys appends the Redis keys of key's windows under p at the instant
 // ms (used only by AppClock, whose keys name their window).
 func appendKeys(dst []string, prefix, key string, pk *policyKeys, n int, clock ClockSource, ms int64) []string {
-	head := prefix + "{" + tag(key) + "}"
+	t := tag(key)
+	var num [20]byte
 	for i := range n {
-		k := head + pk.suffix[i]
+		var id []byte
 		if clock == AppClock {
-			id, _, _ := limiter.WindowID(ms, pk.wms[i])
-			k += ":" + strconv.FormatInt(id, 10)
+			w, _, _ := limiter.WindowID(ms, pk.wms[i])
+			id = strconv.AppendInt(num[:0], w, 10)
 		}
-		dst = append(dst, k)
+		// One allocation per key: this runs for every window of every
+		// decision.
+		var b strings.Builder
+		b.Grow(len(prefix) + len(t) + len(pk.suffix[i]) + len(id) + 3)
+		b.WriteString(prefix)
+		b.WriteByte('{')
+		b.WriteString(t)
+		b.WriteByte('}')
+		b.WriteString(pk.suffix[i])
+		if id != nil {
+			b.WriteByte(':')
+			b.Write(id)
+		}
+		dst = append(dst, b.String())
 	}
 	return dst
 }
