@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/redis/go-redis/v9"
 )
 
 // batcher shares round trips between concurrent decisions. A decision that
@@ -17,6 +18,7 @@ import (
 // decides the requests of one call in arrival order, each atomically.
 type batcher struct {
 	s        *Store
+	client   *redis.Client
 	mu       sync.Mutex
 	queue    []*call
 	running  int
@@ -29,16 +31,16 @@ type batcher struct {
 type call struct {
 	ctx      context.Context
 	deadline time.Time // the store's timeout, from the call's arrival
-	req      *limiter.Request
-	res      *result
+	req      limiter.Request
+	res      result
 	err      error
 	done     chan struct{}
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-func newBatcher(s *Store) *batcher {
-	return &batcher{s: s, size: s.cfg.batchSize, inFlight: s.cfg.batchInFlight}
+func newBatcher(s *Store, c *redis.Client) *batcher {
+	return &batcher{s: s, client: c, size: s.cfg.batchSize, inFlight: s.cfg.batchInFlight}
 }
 
 // do queues one decision and waits for its result or for ctx to end.
@@ -49,9 +51,9 @@ func newBatcher(s *Store) *batcher {
 // call, which is no later than this one's; a call whose deadline has
 // passed when its turn comes is dropped, and a batch's own deadline is
 // that of its oldest call.
-func (b *batcher) do(ctx context.Context, req *limiter.Request, r *result) error {
+func (b *batcher) do(ctx context.Context, req *limiter.Request) (result, error) {
 	c := callPool.Get().(*call)
-	c.ctx, c.req, c.res, c.err = ctx, req, r, nil
+	c.ctx, c.req, c.err = ctx, *req, nil
 	c.deadline = time.Now().Add(b.s.cfg.timeout)
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
@@ -66,14 +68,14 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request, r *result) error
 	}
 	select {
 	case <-c.done:
-		err := c.err
-		c.ctx, c.req, c.res = nil, nil, nil
+		r, err := c.res, c.err
+		c.ctx, c.req = nil, limiter.Request{}
 		callPool.Put(c)
-		return err
+		return r, err
 	case <-ctx.Done():
 		// The call may still be sent (it is then charged, as any request
 		// whose answer was lost) or dropped; it is not reused either way.
-		return ctx.Err()
+		return result{}, ctx.Err()
 	}
 }
 
@@ -129,25 +131,32 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 	if len(live) == 0 {
 		return keys, args, res, nwin
 	}
-	h := s.cfg.header(len(live))
-	args = append(args, h[:]...)
 	for _, c := range live {
 		pk := s.keys.get(c.req.Policy)
 		n := c.req.Policy.NumRates()
 		keys = appendKeys(keys, s.cfg.prefix, c.req.Key, pk, n, s.cfg.clock, c.req.Now.UnixMilli())
-		args = appendArgs(args, c.req, pk)
 		nwin = append(nwin, n)
+	}
+	// The command: EVALSHA hash numkeys keys... header... requests...
+	args = append(args, "evalsha", takeScript.Hash(), len(keys))
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	h := s.cfg.header(len(live))
+	args = append(args, h[:]...)
+	for _, c := range live {
+		args = appendArgs(args, &c.req, s.keys.get(c.req.Policy))
 	}
 	res = append(res, make([]result, len(live))...)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	v, err := s.roundTrip(ctx, context.Background(), keys, args)
+	raw, err := b.evalRaw(ctx, args)
 	cancel()
 	if err == nil {
-		err = parseReply(v, func(i int) int { return nwin[i] }, res)
+		err = parseRaw(raw, func(i int) int { return nwin[i] }, res)
 	}
 	for i, c := range live {
 		if err == nil {
-			*c.res = res[i]
+			c.res = res[i]
 		}
 		c.err = err
 		c.done <- struct{}{}

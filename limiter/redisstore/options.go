@@ -95,9 +95,10 @@ const (
 	// Batch (the default on a single node or Sentinel failover client)
 	// gathers the decisions that arrive while earlier ones are in flight
 	// into one script call: one EVALSHA decides up to the batch size of
-	// requests, each one atomically and in arrival order. It is not used
-	// with a Cluster client, whose batches would span slots; there Plain
-	// applies.
+	// requests, each one atomically and in arrival order. It needs a
+	// client that sends every command to one server (a *redis.Client:
+	// single node or Sentinel failover); with a Cluster or Ring client,
+	// whose batches would span slots or shards, Plain applies.
 	Batch Pipelining = iota
 	// Plain sends one EVALSHA per decision on the client's pool.
 	Plain

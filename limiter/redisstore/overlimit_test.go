@@ -32,8 +32,8 @@ func TestOverLimitCacheSkipsRedis(t *testing.T) {
 			}
 			// The second call filled the one-second window: the third was
 			// already answered by the cache.
-			if s.Stats().RoundTrips != 2 || s.Stats().Cached != 1 {
-				t.Fatalf("after 3 calls: %+v, want 2 round trips and 1 cached refusal", s.Stats())
+			if s.Stats().Decisions != 2 || s.Stats().Cached != 1 {
+				t.Fatalf("after 3 calls: %+v, want 2 decisions by Redis and 1 cached refusal", s.Stats())
 			}
 			trips, evals := s.Stats().RoundTrips, commandCalls(t, c, "evalsha")+commandCalls(t, c, "eval")
 			var first limiter.Decision

@@ -79,7 +79,10 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	}
 	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize)}
 	s.breaker = s.newBreaker()
-	_, cluster := client.(*redis.ClusterClient)
+	// Batches mix clients' keys in one script call: only a client that
+	// sends everything to one server may carry them (not a Cluster or a
+	// Ring, which route a call by its first key).
+	single, isSingle := client.(*redis.Client)
 	switch {
 	case cfg.pipelining == AutoPipeline:
 		ap, err := client.AutoPipeline()
@@ -87,8 +90,8 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("redisstore: autopipeline: %w", err)
 		}
 		s.run = ap
-	case cfg.pipelining == Batch && !cluster:
-		s.batch = newBatcher(s)
+	case cfg.pipelining == Batch && isSingle:
+		s.batch = newBatcher(s, single)
 	}
 	if cfg.failure == FailLocal {
 		fb, err := limiter.NewMemoryStore(limiter.WithMemoryClock(cfg.now))
@@ -140,7 +143,7 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 		err error
 	)
 	if s.batch != nil {
-		err = s.batch.do(ctx, &req, &r)
+		r, err = s.batch.do(ctx, &req)
 	} else {
 		tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 		err = s.single(tctx, ctx, &req, &r)
