@@ -87,13 +87,20 @@ func (c *Cluster) SlotOwner(t testing.TB, slot int) string {
 	t.Helper()
 	cc := redis.NewClient(&redis.Options{Addr: c.Nodes[0].Addr()})
 	defer cc.Close()
-	slots, err := cc.ClusterSlots(context.Background()).Result()
+	shards, err := cc.ClusterShards(context.Background()).Result()
 	if err != nil {
-		t.Fatalf("redistest: cluster slots: %v", err)
+		t.Fatalf("redistest: cluster shards: %v", err)
 	}
-	for _, s := range slots {
-		if slot >= s.Start && slot <= s.End {
-			return s.Nodes[0].Addr
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if int64(slot) < r.Start || int64(slot) > r.End {
+				continue
+			}
+			for _, n := range sh.Nodes {
+				if n.Role == "master" {
+					return n.IP + ":" + strconv.FormatInt(n.Port, 10)
+				}
+			}
 		}
 	}
 	t.Fatalf("redistest: slot %d has no owner", slot)
