@@ -18,6 +18,9 @@ const (
 	DefaultCacheSize       = 1 << 14
 	DefaultBatchSize       = 64
 	DefaultBatchInFlight   = 4
+	// MaxBatchSize bounds WithBatching's size: the script unpacks every
+	// key of a call onto Lua's stack (at most 4 windows per request).
+	MaxBatchSize = 1024
 )
 
 // A ClockSource says whose clock places a request in its window.
@@ -236,9 +239,9 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: over-limit cache size %d must be ≥ 0", ErrInvalidOption, c.cacheSize)
 	case c.pipelining > AutoPipeline:
 		return fmt.Errorf("%w: pipelining %d", ErrInvalidOption, c.pipelining)
-	case c.batchSize < 1 || c.batchInFlight < 1:
-		return fmt.Errorf("%w: batching needs size ≥ 1 and in-flight ≥ 1, got %d and %d",
-			ErrInvalidOption, c.batchSize, c.batchInFlight)
+	case c.batchSize < 1 || c.batchSize > MaxBatchSize || c.batchInFlight < 1:
+		return fmt.Errorf("%w: batching needs size in [1, %d] and in-flight ≥ 1, got %d and %d",
+			ErrInvalidOption, MaxBatchSize, c.batchSize, c.batchInFlight)
 	case c.now == nil:
 		return fmt.Errorf("%w: clock is nil", ErrInvalidOption)
 	}

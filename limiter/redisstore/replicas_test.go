@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,5 +86,42 @@ func TestReplicasShareOneLimit(t *testing.T) {
 				clk.Advance(time.Minute)
 			}
 		})
+	}
+}
+
+// TestLargestBatch decides batches of MaxBatchSize requests of four
+// windows each (4,096 keys in one script call): no error, every window
+// charged.
+func TestLargestBatch(t *testing.T) {
+	p := limiter.MustPolicy("big", limiter.Rate{Limit: 5, Window: 250 * time.Millisecond},
+		limiter.PerSecond(6), limiter.PerMinute(7), limiter.PerHour(8))
+	s := newStore(t, sharedClient(t), WithBatching(MaxBatchSize, 1))
+	l := newLimiter(t, p, s, fakeclock.New(t0))
+	const calls = 3 * MaxBatchSize
+	var (
+		wg   sync.WaitGroup
+		bad  atomic.Int64
+		seen atomic.Int64
+	)
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := l.Allow(context.Background(), "k"+strconv.Itoa(i), 1)
+			if err != nil || !d.Allowed || d.Remaining != 4 {
+				bad.Add(1)
+				if bad.Load() == 1 {
+					t.Errorf("call %d: %+v, %v", i, d, err)
+				}
+			}
+			seen.Add(1)
+		}()
+	}
+	wg.Wait()
+	if bad.Load() != 0 || seen.Load() != calls {
+		t.Fatalf("%d of %d calls went wrong", bad.Load(), seen.Load())
+	}
+	if st := s.Stats(); st.RoundTrips >= calls/4 {
+		t.Fatalf("%d round trips for %d calls: batches did not form", st.RoundTrips, calls)
 	}
 }
