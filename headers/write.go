@@ -15,7 +15,7 @@ import (
 // that differs per request needs fresh bytes; one block holds both.
 type block struct {
 	vals [4]string // limit, remaining, reset, retry
-	buf  [80]byte  // room for four 19-digit numbers
+	buf  [48]byte  // room for two 20-character numbers: remaining, retry
 }
 
 // bigBlock is a block with room for the draft fields of one or two
@@ -36,7 +36,14 @@ type bigBlock struct {
 // per call (one allocation, see BenchmarkWrite) and sets the map with
 // pre-canonicalised names, never through fmt or Header.Set.
 func (w *Writer) Write(h http.Header, d *limiter.Decision) {
-	if d == nil {
+	if d == nil || !w.legacy && !w.draft && d.Allowed {
+		if d != nil {
+			delete(h, w.names.RetryAfter)
+		}
+		return
+	}
+	if w.legacy && !w.draft {
+		w.writeLegacy(h, d)
 		return
 	}
 	var vals []string
@@ -50,24 +57,26 @@ func (w *Writer) Write(h http.Header, d *limiter.Decision) {
 	}
 	type field struct {
 		name       string
-		start, end int
+		str        string // a formatted value from the cache, or
+		start, end int    // the value's place in b
 	}
 	var fields [6]field
 	n := 0
 	add := func(name string, start int) {
-		fields[n] = field{name, start, len(b)}
+		fields[n] = field{name: name, start: start, end: len(b)}
 		n++
 	}
 	if w.legacy {
+		// The limit and the reset change rarely (per policy, per
+		// window): their strings come from a cache, and only the
+		// remaining count is formatted per request.
+		fields[0] = field{name: w.names.Limit, str: w.ints.format(d.Limit)}
+		n++
 		s := len(b)
-		b = strconv.AppendInt(b, d.Limit, 10)
-		add(w.names.Limit, s)
-		s = len(b)
 		b = strconv.AppendInt(b, d.Remaining, 10)
 		add(w.names.Remaining, s)
-		s = len(b)
-		b = strconv.AppendInt(b, unixCeil(d.ResetAt), 10)
-		add(w.names.Reset, s)
+		fields[n] = field{name: w.names.Reset, str: w.ints.format(unixCeil(d.ResetAt))}
+		n++
 	}
 	if !d.Allowed {
 		s := len(b)
@@ -91,7 +100,11 @@ func (w *Writer) Write(h http.Header, d *limiter.Decision) {
 	all := unsafe.String(unsafe.SliceData(b), len(b))
 	for i := range n {
 		f := fields[i]
-		vals = append(vals, all[f.start:f.end])
+		if f.str != "" {
+			vals = append(vals, f.str)
+		} else {
+			vals = append(vals, all[f.start:f.end])
+		}
 		h[f.name] = vals[i : i+1 : i+1]
 	}
 	if policyValue != "" {
@@ -101,6 +114,29 @@ func (w *Writer) Write(h http.Header, d *limiter.Decision) {
 	if d.Allowed {
 		delete(h, w.names.RetryAfter)
 	}
+}
+
+// writeLegacy is Write without the draft fields, the default and the
+// common case: the limit and reset strings come from the cache, the
+// remaining count (and on a denial the retry) are formatted into the one
+// block that also backs the values' slices.
+func (w *Writer) writeLegacy(h http.Header, d *limiter.Decision) {
+	blk := new(block)
+	blk.vals[0] = w.ints.format(d.Limit)
+	b := strconv.AppendInt(blk.buf[:0], d.Remaining, 10)
+	blk.vals[1] = unsafe.String(&blk.buf[0], len(b))
+	blk.vals[2] = w.ints.format(unixCeil(d.ResetAt))
+	h[w.names.Limit] = blk.vals[0:1:1]
+	h[w.names.Remaining] = blk.vals[1:2:2]
+	h[w.names.Reset] = blk.vals[2:3:3]
+	if d.Allowed {
+		delete(h, w.names.RetryAfter)
+		return
+	}
+	n := len(b)
+	b = strconv.AppendInt(b, RetryAfterSeconds(d.RetryAfter), 10)
+	blk.vals[3] = unsafe.String(&blk.buf[n], len(b)-n)
+	h[w.names.RetryAfter] = blk.vals[3:4:4]
 }
 
 // appendDraft appends the RateLimit value of d to b and returns where it

@@ -121,3 +121,28 @@ func TestWriteValuesAreIndependent(t *testing.T) {
 		t.Fatalf("second response's limit = %q, want [100]", got)
 	}
 }
+
+// TestWriteWithoutLegacyHeaders: with the X-RateLimit-* fields off and no
+// draft fields, an admission carries no rate-limit header at all and a
+// denial only Retry-After.
+func TestWriteWithoutLegacyHeaders(t *testing.T) {
+	p := limiter.MustPolicy("default", limiter.PerMinute(1))
+	l, _ := newLimiter(t, p, noon30)
+	w := newWriter(t, WithoutLegacyHeaders())
+	for _, tt := range []struct {
+		name string
+		want http.Header
+	}{
+		{"allowed_writes_nothing", http.Header{}},
+		{"denied_writes_retry_after_only", http.Header{"Retry-After": {"30"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := allow(t, l, 1)
+			h := http.Header{"Retry-After": {"stale"}}
+			w.Write(h, &d)
+			if len(h) != len(tt.want) || h.Get("Retry-After") != tt.want.Get("Retry-After") {
+				t.Fatalf("headers %v, want %v", h, tt.want)
+			}
+		})
+	}
+}

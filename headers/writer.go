@@ -19,6 +19,7 @@ type Writer struct {
 	problem     *problem
 	clock       limiter.Clock
 	policies    policyCache
+	ints        intCache
 }
 
 // problem holds the parts of a problem+json body fixed at construction,
