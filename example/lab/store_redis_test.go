@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/redisstore"
+)
+
+// TestOpenRedisStore: two lab stores on one Redis share one limit; with
+// Redis gone a decision fails (ErrUnavailable) within the store's timeout;
+// when Redis is back the same store decides again by itself.
+func TestOpenRedisStore(t *testing.T) {
+	srv := redistest.StartServer(t)
+	ctx := context.Background()
+	p := limiter.MustPolicy("lab", limiter.PerHour(3))
+	var ls []*limiter.Limiter
+	for range 2 {
+		s, closeStore, err := openStore(ctx, storeConfig{Kind: "redis", RedisAddr: srv.Addr()})
+		if err != nil {
+			t.Fatalf("openStore: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := closeStore(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+		l, err := limiter.New(p, limiter.WithStore(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	admitted := 0
+	for i := range 6 {
+		d, err := ls[i%2].Allow(ctx, "client", 1)
+		if err != nil {
+			t.Fatalf("Allow: %v", err)
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 3 {
+		t.Fatalf("two lab stores admitted %d of 6, want 3 (one shared limit)", admitted)
+	}
+
+	srv.Kill()
+	start := time.Now()
+	_, err := ls[0].Allow(ctx, "other", 1)
+	if took := time.Since(start); !errors.Is(err, redisstore.ErrUnavailable) || took > time.Second {
+		t.Fatalf("Redis gone: got %v after %v, want ErrUnavailable within the 100ms timeout (1s with slack)", err, took)
+	}
+
+	srv.Restart()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := ls[0].Allow(ctx, "other", 1); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no recovery within 5s of Redis coming back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
