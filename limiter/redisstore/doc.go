@@ -72,5 +72,9 @@
 // or failover client) the decisions that queue while earlier ones are in
 // flight go out together in one script call, each decided atomically in
 // turn. Plain and AutoPipeline (go-redis's autopipeliner) are the
-// alternatives; a Cluster client always sends one script per decision.
+// alternatives; a Cluster or Ring client always sends one script per
+// decision. Batch is the default because it measured fastest: with 64
+// concurrent callers on one local Redis it needed about 0.09 commands per
+// decision and was about three times as fast as Plain and AutoPipeline
+// (bench/redis, BenchmarkAdmit).
 package redisstore
