@@ -12,7 +12,7 @@ import (
 // ClientIPFromXFF, ClientIPFromHeader, ClientIPFromXFFTrustedProxies)
 // stored in its context, read with middleware.GetClientIPAddr. Use it when
 // the router already resolves the client with chi; the address is
-// normalized and grouped like RemoteHost's, so the key is "ip4:..." or
+// normalized and grouped like RemoteHost's, so the key is "203.0.113.7" or
 // "ip6:.../64" (chi keeps the zone of a link-local RemoteAddr; it is
 // dropped here).
 //

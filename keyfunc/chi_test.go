@@ -31,10 +31,10 @@ func TestChiClientIP(t *testing.T) {
 		hdr        []string
 		want       string
 	}{
-		{"from_remote_addr", middleware.ClientIPFromRemoteAddr, "203.0.113.7:1", nil, "ip4:203.0.113.7"},
+		{"from_remote_addr", middleware.ClientIPFromRemoteAddr, "203.0.113.7:1", nil, "203.0.113.7"},
 		{"from_remote_addr_ipv6_zone_dropped", middleware.ClientIPFromRemoteAddr, "[fe80::1%eth0]:1", nil, "ip6:fe80::/64"},
-		{"from_xff_trusted", middleware.ClientIPFromXFF("10.0.0.0/8"), proxyPeer, []string{"X-Forwarded-For", "198.51.100.9"}, "ip4:198.51.100.9"},
-		{"from_xff_untrusted_peer", middleware.ClientIPFromXFF("10.0.0.0/8"), "203.0.113.7:1", []string{"X-Forwarded-For", "198.51.100.9"}, "ip4:203.0.113.7"},
+		{"from_xff_trusted", middleware.ClientIPFromXFF("10.0.0.0/8"), proxyPeer, []string{"X-Forwarded-For", "198.51.100.9"}, "198.51.100.9"},
+		{"from_xff_untrusted_peer", middleware.ClientIPFromXFF("10.0.0.0/8"), "203.0.113.7:1", []string{"X-Forwarded-For", "198.51.100.9"}, "203.0.113.7"},
 		{"from_header_ipv6_grouped", middleware.ClientIPFromHeader("X-Real-IP", "10.0.0.0/8"), proxyPeer, []string{"X-Real-IP", "2001:db8:1:2::3"}, "ip6:2001:db8:1:2::/64"},
 		{"xff_garbage_no_ip", middleware.ClientIPFromXFF("10.0.0.0/8"), proxyPeer, []string{"X-Forwarded-For", "garbage"}, ""},
 		{"no_chi_middleware", func(h http.Handler) http.Handler { return h }, "203.0.113.7:1", nil, ""},

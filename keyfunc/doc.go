@@ -7,14 +7,15 @@
 // resolved must get an answer of its own (the middleware's 400), not fall
 // into one bucket shared by everyone.
 //
-// Keys carry the kind of identity as a prefix, so two kinds never collide:
+// Keys carry the kind of identity as a prefix, so two kinds never collide;
+// an IPv4 address alone goes bare, since no prefixed key looks like one:
 //
-//	RemoteHost, TrustedProxy, ChiClientIP  ip4:203.0.113.7
+//	RemoteHost, TrustedProxy, ChiClientIP  203.0.113.7 (IPv4: the bare address)
 //	                                        ip6:2001:db8:1:2::/64
 //	Header("X-API-Key")                     hdr:X-Api-Key:k-123
 //	Principal(accessor)                     user:42
 //	RoutePattern()                          route:/users/{id}
-//	Join(a, b)                              join:15:ip4:203.0.113.7,17:route:/users/{id},
+//	Join(a, b)                              join:11:203.0.113.7,17:route:/users/{id},
 //	any key over the bound (256 bytes)      sha256:<64 hex digits>
 //
 // Addresses are normalized before they become keys: the port is dropped,

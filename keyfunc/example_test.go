@@ -29,9 +29,9 @@ func ExampleRemoteHost() {
 		fmt.Printf("%-26s %q %v\n", addr, k, errors.Is(err, keyfunc.ErrNoKey))
 	}
 	// Output:
-	// 203.0.113.7:52139          "ip4:203.0.113.7" false
-	// 203.0.113.7:52140          "ip4:203.0.113.7" false
-	// [::ffff:203.0.113.7]:443   "ip4:203.0.113.7" false
+	// 203.0.113.7:52139          "203.0.113.7" false
+	// 203.0.113.7:52140          "203.0.113.7" false
+	// [::ffff:203.0.113.7]:443   "203.0.113.7" false
 	// [2001:db8:1:2::a]:443      "ip6:2001:db8:1:2::/64" false
 	// [2001:db8:1:2::b]:443      "ip6:2001:db8:1:2::/64" false
 	// 203.0.113.7                "" true
@@ -53,8 +53,8 @@ func ExampleTrustedProxy() {
 	r.RemoteAddr = "203.0.113.7:5555"
 	fmt.Println(key(r))
 	// Output:
-	// ip4:198.51.100.9 <nil>
-	// ip4:203.0.113.7 <nil>
+	// 198.51.100.9 <nil>
+	// 203.0.113.7 <nil>
 }
 
 func ExampleHeader() {
@@ -90,8 +90,8 @@ func ExampleJoin() {
 		mux.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	// Output:
-	// join:15:ip4:203.0.113.7,21:route:GET /users/{id}, <nil>
-	// join:15:ip4:203.0.113.7,21:route:GET /users/{id}, <nil>
+	// join:11:203.0.113.7,21:route:GET /users/{id}, <nil>
+	// join:11:203.0.113.7,21:route:GET /users/{id}, <nil>
 }
 
 func ExamplePrincipal() {

@@ -28,15 +28,15 @@ func checkFuzzResult(t *testing.T, key string, err error) {
 }
 
 // checkAddrKey checks that key names exactly one client in canonical
-// form, "ip4:" and an address or "ip6:" and a /64 prefix, and returns that
+// form, a bare IPv4 address or "ip6:" and a /64 prefix, and returns that
 // address or prefix.
 func checkAddrKey(t *testing.T, key string) netip.Prefix {
 	t.Helper()
 	switch {
-	case strings.HasPrefix(key, "ip4:"):
-		a, err := netip.ParseAddr(key[4:])
-		if err != nil || !a.Is4() || a.String() != key[4:] {
-			t.Fatalf("key %q is not ip4: and one canonical IPv4 address", key)
+	case !strings.Contains(key, ":"):
+		a, err := netip.ParseAddr(key)
+		if err != nil || !a.Is4() || a.String() != key {
+			t.Fatalf("key %q is not one canonical IPv4 address", key)
 		}
 		return netip.PrefixFrom(a, 32)
 	case strings.HasPrefix(key, "ip6:"):
@@ -154,8 +154,8 @@ func fuzzForwarding(f *testing.F, src Source, name string, forwarded bool) {
 			}
 		}
 		k, err = key(&http.Request{RemoteAddr: "203.0.113.7:5555", Header: h})
-		if err != nil || k != "ip4:203.0.113.7" {
-			t.Fatalf("untrusted peer with header %q: got %q, %v; want ip4:203.0.113.7", lines, k, err)
+		if err != nil || k != "203.0.113.7" {
+			t.Fatalf("untrusted peer with header %q: got %q, %v; want 203.0.113.7", lines, k, err)
 		}
 	})
 }
@@ -221,6 +221,35 @@ func FuzzJoin(f *testing.F) {
 		}
 		if len(k1) > DefaultMaxKeyLen {
 			t.Fatalf("joined key of %d bytes over the bound", len(k1))
+		}
+	})
+}
+
+// FuzzPlainIPv4 checks RemoteHost's fast path against its general one:
+// whenever plainIPv4 accepts a RemoteAddr, parsing and normalizing it must
+// give the very same key.
+func FuzzPlainIPv4(f *testing.F) {
+	for _, s := range []string{
+		"203.0.113.7:52139", "0.0.0.0:0", "255.255.255.255:65535", "01.2.3.4:80", "1.2.3.4:65536",
+		"1.2.3:80", "1.2.3.4.5:80", "256.1.1.1:80", "1..2.3:80", "[::ffff:1.2.3.4]:80", "1.2.3.4:",
+	} {
+		f.Add(s)
+	}
+	c, err := newConfig(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, remoteAddr string) {
+		host, ok := plainIPv4(remoteAddr)
+		if !ok {
+			return
+		}
+		a, err := peerAddr(remoteAddr)
+		if err != nil {
+			t.Fatalf("fast path took %q, general path refused it: %v", remoteAddr, err)
+		}
+		if want := c.addrKey(a); host != want {
+			t.Fatalf("fast path keyed %q as %q, general path as %q", remoteAddr, host, want)
 		}
 	})
 }

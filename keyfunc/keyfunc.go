@@ -11,9 +11,10 @@ import (
 // returns an empty key with a nil error, so no unresolvable request falls
 // into a bucket shared by everyone.
 //
-// Every Func of this package prefixes its keys with their kind ("ip4:",
-// "ip6:", "hdr:", "user:", "route:", "join:", "sha256:"), so keys of two
-// kinds never collide. A Func is safe for concurrent use. The zero Func is
+// Every Func of this package prefixes its keys with their kind ("ip6:",
+// "hdr:", "user:", "route:", "join:", "sha256:"), or gives a bare IPv4
+// address or prefix ("203.0.113.7"), which no prefixed key resembles, so
+// keys of two kinds never collide. A Func is safe for concurrent use. The zero Func is
 // nil and cannot be called; Join rejects it.
 type Func func(r *http.Request) (string, error)
 

@@ -45,7 +45,7 @@ func (s Source) String() string {
 // from any other peer the header is ignored and the peer itself is the
 // client, exactly as RemoteHost would key it. A client that reaches the
 // server directly therefore cannot choose its key by sending a forged
-// header. Keys have the form of RemoteHost's ("ip4:..." or "ip6:.../64"),
+// header. Keys have the form of RemoteHost's ("203.0.113.7" or "ip6:.../64"),
 // so a client has one key whether or not it came through the proxy.
 //
 // Only one header is read: the one your proxy sets or overwrites. Reading

@@ -27,7 +27,7 @@ func TestTrustedProxySpoofingFromUntrustedPeer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := must(t)(TrustedProxy(tt.src, trusted))
 			// The attacker connects directly from 203.0.113.7.
-			checkKey(t, f, request("203.0.113.7:5555", tt.hdr...), "ip4:203.0.113.7")
+			checkKey(t, f, request("203.0.113.7:5555", tt.hdr...), "203.0.113.7")
 		})
 	}
 }
@@ -39,19 +39,19 @@ func TestTrustedProxyXForwardedFor(t *testing.T) {
 		hdr  []string
 		want string
 	}{
-		{"single_client", []string{"X-Forwarded-For", "198.51.100.9"}, "ip4:198.51.100.9"},
-		{"client_spoof_left_ignored", []string{"X-Forwarded-For", "1.1.1.1, 198.51.100.9"}, "ip4:198.51.100.9"},
-		{"trusted_hops_skipped", []string{"X-Forwarded-For", "198.51.100.9, 10.1.1.1, 10.2.2.2"}, "ip4:198.51.100.9"},
-		{"two_header_lines_merged", []string{"X-Forwarded-For", "1.1.1.1", "X-Forwarded-For", "198.51.100.9, 10.1.1.1"}, "ip4:198.51.100.9"},
+		{"single_client", []string{"X-Forwarded-For", "198.51.100.9"}, "198.51.100.9"},
+		{"client_spoof_left_ignored", []string{"X-Forwarded-For", "1.1.1.1, 198.51.100.9"}, "198.51.100.9"},
+		{"trusted_hops_skipped", []string{"X-Forwarded-For", "198.51.100.9, 10.1.1.1, 10.2.2.2"}, "198.51.100.9"},
+		{"two_header_lines_merged", []string{"X-Forwarded-For", "1.1.1.1", "X-Forwarded-For", "198.51.100.9, 10.1.1.1"}, "198.51.100.9"},
 		{"ipv6_client_grouped", []string{"X-Forwarded-For", "2001:db8:1:2::99"}, "ip6:2001:db8:1:2::/64"},
-		{"ipv6_trusted_hop_skipped", []string{"X-Forwarded-For", "198.51.100.9, 2001:db8:ffff::1"}, "ip4:198.51.100.9"},
-		{"v4_mapped_client_folded", []string{"X-Forwarded-For", "::ffff:198.51.100.9"}, "ip4:198.51.100.9"},
-		{"v4_mapped_trusted_hop_folded", []string{"X-Forwarded-For", "198.51.100.9, ::ffff:10.1.1.1"}, "ip4:198.51.100.9"},
-		{"port_dropped", []string{"X-Forwarded-For", "198.51.100.9:1234"}, "ip4:198.51.100.9"},
+		{"ipv6_trusted_hop_skipped", []string{"X-Forwarded-For", "198.51.100.9, 2001:db8:ffff::1"}, "198.51.100.9"},
+		{"v4_mapped_client_folded", []string{"X-Forwarded-For", "::ffff:198.51.100.9"}, "198.51.100.9"},
+		{"v4_mapped_trusted_hop_folded", []string{"X-Forwarded-For", "198.51.100.9, ::ffff:10.1.1.1"}, "198.51.100.9"},
+		{"port_dropped", []string{"X-Forwarded-For", "198.51.100.9:1234"}, "198.51.100.9"},
 		{"bracketed_ipv6_port", []string{"X-Forwarded-For", "[2001:db8:1:2::99]:443"}, "ip6:2001:db8:1:2::/64"},
-		{"empty_entries_skipped", []string{"X-Forwarded-For", " , 198.51.100.9 ,"}, "ip4:198.51.100.9"},
-		{"all_trusted_leftmost", []string{"X-Forwarded-For", "10.9.9.9, 10.1.1.1"}, "ip4:10.9.9.9"},
-		{"garbage_left_of_client_unread", []string{"X-Forwarded-For", "garbage, 198.51.100.9"}, "ip4:198.51.100.9"},
+		{"empty_entries_skipped", []string{"X-Forwarded-For", " , 198.51.100.9 ,"}, "198.51.100.9"},
+		{"all_trusted_leftmost", []string{"X-Forwarded-For", "10.9.9.9, 10.1.1.1"}, "10.9.9.9"},
+		{"garbage_left_of_client_unread", []string{"X-Forwarded-For", "garbage, 198.51.100.9"}, "198.51.100.9"},
 		{"garbage_before_client_fails", []string{"X-Forwarded-For", "198.51.100.9, garbage, 10.1.1.1"}, ""},
 		{"unknown_fails", []string{"X-Forwarded-For", "unknown"}, ""},
 		{"missing_fails", nil, ""},
@@ -72,20 +72,20 @@ func TestTrustedProxyForwarded(t *testing.T) {
 		hdr  []string
 		want string
 	}{
-		{"ipv4", []string{"Forwarded", "for=198.51.100.9"}, "ip4:198.51.100.9"},
-		{"case_insensitive_name", []string{"Forwarded", "For=198.51.100.9"}, "ip4:198.51.100.9"},
-		{"with_other_params", []string{"Forwarded", "by=10.0.0.2;for=198.51.100.9;proto=https;host=example.com"}, "ip4:198.51.100.9"},
-		{"quoted_ipv4_port", []string{"Forwarded", `for="198.51.100.9:4711"`}, "ip4:198.51.100.9"},
+		{"ipv4", []string{"Forwarded", "for=198.51.100.9"}, "198.51.100.9"},
+		{"case_insensitive_name", []string{"Forwarded", "For=198.51.100.9"}, "198.51.100.9"},
+		{"with_other_params", []string{"Forwarded", "by=10.0.0.2;for=198.51.100.9;proto=https;host=example.com"}, "198.51.100.9"},
+		{"quoted_ipv4_port", []string{"Forwarded", `for="198.51.100.9:4711"`}, "198.51.100.9"},
 		{"quoted_bracketed_ipv6", []string{"Forwarded", `for="[2001:db8:cafe::17]"`}, "ip6:2001:db8:cafe::/64"},
 		{"quoted_bracketed_ipv6_port", []string{"Forwarded", `for="[2001:db8:cafe::17]:4711"`}, "ip6:2001:db8:cafe::/64"},
-		{"obfuscated_port", []string{"Forwarded", `for="198.51.100.9:_p1"`}, "ip4:198.51.100.9"},
+		{"obfuscated_port", []string{"Forwarded", `for="198.51.100.9:_p1"`}, "198.51.100.9"},
 		{"bare_bracketed_ipv6_lenient", []string{"Forwarded", "for=[2001:db8:cafe::17]:4711"}, "ip6:2001:db8:cafe::/64"},
-		{"rightmost_untrusted", []string{"Forwarded", "for=1.1.1.1, for=198.51.100.9;by=10.0.0.2, for=10.3.3.3"}, "ip4:198.51.100.9"},
-		{"two_lines", []string{"Forwarded", "for=1.1.1.1", "Forwarded", "for=198.51.100.9"}, "ip4:198.51.100.9"},
-		{"quoted_comma_inside_value", []string{"Forwarded", `host="a,b";for=198.51.100.9`}, "ip4:198.51.100.9"},
-		{"escaped_quote_in_value", []string{"Forwarded", `host="a\"b";for=198.51.100.9`}, "ip4:198.51.100.9"},
-		{"spaces_around_separators", []string{"Forwarded", "for=1.1.1.1 ,  for=198.51.100.9 ; proto=http"}, "ip4:198.51.100.9"},
-		{"all_trusted_leftmost", []string{"Forwarded", "for=10.9.9.9, for=10.1.1.1"}, "ip4:10.9.9.9"},
+		{"rightmost_untrusted", []string{"Forwarded", "for=1.1.1.1, for=198.51.100.9;by=10.0.0.2, for=10.3.3.3"}, "198.51.100.9"},
+		{"two_lines", []string{"Forwarded", "for=1.1.1.1", "Forwarded", "for=198.51.100.9"}, "198.51.100.9"},
+		{"quoted_comma_inside_value", []string{"Forwarded", `host="a,b";for=198.51.100.9`}, "198.51.100.9"},
+		{"escaped_quote_in_value", []string{"Forwarded", `host="a\"b";for=198.51.100.9`}, "198.51.100.9"},
+		{"spaces_around_separators", []string{"Forwarded", "for=1.1.1.1 ,  for=198.51.100.9 ; proto=http"}, "198.51.100.9"},
+		{"all_trusted_leftmost", []string{"Forwarded", "for=10.9.9.9, for=10.1.1.1"}, "10.9.9.9"},
 		{"unknown_fails", []string{"Forwarded", "for=unknown"}, ""},
 		{"unknown_behind_client_fails", []string{"Forwarded", "for=198.51.100.9, for=unknown"}, ""},
 		{"obfuscated_node_fails", []string{"Forwarded", "for=_hidden"}, ""},
@@ -116,9 +116,9 @@ func TestTrustedProxyXRealIP(t *testing.T) {
 		hdr  []string
 		want string
 	}{
-		{"ipv4", []string{"X-Real-IP", "198.51.100.9"}, "ip4:198.51.100.9"},
+		{"ipv4", []string{"X-Real-IP", "198.51.100.9"}, "198.51.100.9"},
 		{"ipv6_grouped", []string{"X-Real-IP", "2001:db8:1:2::99"}, "ip6:2001:db8:1:2::/64"},
-		{"last_of_repeated_wins", []string{"X-Real-IP", "1.1.1.1", "X-Real-IP", "198.51.100.9"}, "ip4:198.51.100.9"},
+		{"last_of_repeated_wins", []string{"X-Real-IP", "1.1.1.1", "X-Real-IP", "198.51.100.9"}, "198.51.100.9"},
 		{"list_fails", []string{"X-Real-IP", "1.1.1.1, 198.51.100.9"}, ""},
 		{"missing_fails", nil, ""},
 		{"empty_fails", []string{"X-Real-IP", ""}, ""},
@@ -137,10 +137,10 @@ func TestTrustedProxyPeer(t *testing.T) {
 		remoteAddr string
 		want       string
 	}{
-		{"v4_mapped_peer_trusted", "[::ffff:10.0.0.2]:40000", "ip4:198.51.100.9"},
-		{"ipv6_peer_trusted", "[2001:db8:ffff::2]:40000", "ip4:198.51.100.9"},
-		{"zoned_peer_checked_without_zone", "[2001:db8:ffff::2%eth0]:40000", "ip4:198.51.100.9"},
-		{"peer_outside_prefix", "11.0.0.2:40000", "ip4:11.0.0.2"},
+		{"v4_mapped_peer_trusted", "[::ffff:10.0.0.2]:40000", "198.51.100.9"},
+		{"ipv6_peer_trusted", "[2001:db8:ffff::2]:40000", "198.51.100.9"},
+		{"zoned_peer_checked_without_zone", "[2001:db8:ffff::2%eth0]:40000", "198.51.100.9"},
+		{"peer_outside_prefix", "11.0.0.2:40000", "11.0.0.2"},
 		{"peer_without_port_fails", "10.0.0.2", ""},
 	}
 	f := must(t)(TrustedProxy(XForwardedFor, trusted))
@@ -186,8 +186,8 @@ func TestTrustedProxyConfig(t *testing.T) {
 // form trusts the plain IPv4 peer, since peers are folded to IPv4.
 func TestTrustedProxyMappedPrefix(t *testing.T) {
 	f := must(t)(TrustedProxy(XRealIP, []string{"::ffff:10.0.0.0/104"}))
-	checkKey(t, f, request("10.0.0.2:1", "X-Real-IP", "198.51.100.9"), "ip4:198.51.100.9")
-	checkKey(t, f, request("11.0.0.2:1", "X-Real-IP", "198.51.100.9"), "ip4:11.0.0.2")
+	checkKey(t, f, request("10.0.0.2:1", "X-Real-IP", "198.51.100.9"), "198.51.100.9")
+	checkKey(t, f, request("11.0.0.2:1", "X-Real-IP", "198.51.100.9"), "11.0.0.2")
 }
 
 func TestSourceString(t *testing.T) {

@@ -5,13 +5,14 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 )
 
 // RemoteHost returns a Func that keys a request by the host of its
 // RemoteAddr, the address of the TCP peer. The port is dropped, because it
 // changes with every connection while the host does not. IPv4-mapped IPv6
 // addresses fold to IPv4, zones are dropped and IPv6 addresses are grouped
-// by their /64 (see WithIPv6Prefix), so the key is "ip4:203.0.113.7" or
+// by their /64 (see WithIPv6Prefix), so the key is "203.0.113.7" or
 // "ip6:2001:db8:1:2::/64".
 //
 // A RemoteAddr that is not "host:port" with an IP host (no port, a name,
@@ -25,6 +26,11 @@ func RemoteHost(opts ...Option) (Func, error) {
 		return nil, err
 	}
 	return func(r *http.Request) (string, error) {
+		if c.v4Bits == 32 {
+			if host, ok := plainIPv4(r.RemoteAddr); ok {
+				return host, nil
+			}
+		}
 		a, err := peerAddr(r.RemoteAddr)
 		if err != nil {
 			return "", err
@@ -48,6 +54,40 @@ func peerAddr(remoteAddr string) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q has no IP host", ErrNoKey, clip(remoteAddr))
 	}
 	return normalize(a), nil
+}
+
+// plainIPv4 returns the host of remoteAddr when it is an IPv4 address in
+// canonical dotted-quad form followed by a valid port ("203.0.113.7:52139"):
+// then the host is already the key that peerAddr and addrKey would build,
+// and slicing it out costs neither a parse nor an allocation. Any other
+// form (IPv6, mapped, leading zeros, garbage) reports false and takes the
+// general path.
+func plainIPv4(remoteAddr string) (string, bool) {
+	i := strings.LastIndexByte(remoteAddr, ':')
+	if i < 7 || !validPort(remoteAddr[i+1:]) {
+		return "", false
+	}
+	host := remoteAddr[:i]
+	dots, val, digits := 0, 0, 0
+	for j := 0; j < len(host); j++ {
+		switch c := host[j]; {
+		case c >= '0' && c <= '9':
+			if digits == 1 && val == 0 {
+				return "", false // a leading zero
+			}
+			val = val*10 + int(c-'0')
+			digits++
+			if val > 255 {
+				return "", false
+			}
+		case c == '.' && digits > 0:
+			dots++
+			val, digits = 0, 0
+		default:
+			return "", false
+		}
+	}
+	return host, dots == 3 && digits > 0
 }
 
 // validPort reports whether p is a decimal port, 0 to 65535.

@@ -12,15 +12,15 @@ func TestRemoteHost(t *testing.T) {
 		remoteAddr string
 		want       string // "" expects an error wrapping ErrNoKey
 	}{
-		{"ipv4_port_dropped", nil, "203.0.113.7:52139", "ip4:203.0.113.7"},
-		{"ipv4_other_port_same_key", nil, "203.0.113.7:52140", "ip4:203.0.113.7"},
+		{"ipv4_port_dropped", nil, "203.0.113.7:52139", "203.0.113.7"},
+		{"ipv4_other_port_same_key", nil, "203.0.113.7:52140", "203.0.113.7"},
 		{"ipv6_grouped_by_64", nil, "[2001:db8:1:2:aaaa:bbbb:cccc:dddd]:443", "ip6:2001:db8:1:2::/64"},
 		{"ipv6_loopback", nil, "[::1]:52139", "ip6:::/64"},
 		{"ipv6_zone_dropped", nil, "[fe80::1%eth0]:80", "ip6:fe80::/64"},
-		{"v4_mapped_ipv6_folded_to_v4", nil, "[::ffff:203.0.113.7]:80", "ip4:203.0.113.7"},
+		{"v4_mapped_ipv6_folded_to_v4", nil, "[::ffff:203.0.113.7]:80", "203.0.113.7"},
 		{"ipv6_prefix_48", []Option{WithIPv6Prefix(48)}, "[2001:db8:1:2::1]:80", "ip6:2001:db8:1::/48"},
 		{"ipv6_prefix_128", []Option{WithIPv6Prefix(128)}, "[2001:db8::1]:80", "ip6:2001:db8::1/128"},
-		{"ipv4_prefix_24", []Option{WithIPv4Prefix(24)}, "203.0.113.7:80", "ip4:203.0.113.0/24"},
+		{"ipv4_prefix_24", []Option{WithIPv4Prefix(24)}, "203.0.113.7:80", "203.0.113.0/24"},
 		{"no_port", nil, "203.0.113.7", ""},
 		{"ipv6_bare_no_port", nil, "2001:db8::1", ""},
 		{"ipv6_bracketed_no_port", nil, "[2001:db8::1]", ""},

@@ -196,8 +196,8 @@ func TestServeHTTPBranches(t *testing.T) {
 					t.Errorf("event %v Err = %v", e.Outcome, e.Err)
 				}
 			}
-			if lim.calls() > 0 && lim.keys[0] != "ip4:192.0.2.1" && tt.remoteAddr == "" {
-				t.Errorf("key = %q, want the remote host key %q", lim.keys[0], "ip4:192.0.2.1")
+			if lim.calls() > 0 && lim.keys[0] != "192.0.2.1" && tt.remoteAddr == "" {
+				t.Errorf("key = %q, want the remote host key %q", lim.keys[0], "192.0.2.1")
 			}
 		})
 	}
