@@ -23,7 +23,7 @@ func ExampleWriter_Write() {
 	if err != nil {
 		panic(err)
 	}
-	d, err := lim.Allow(context.Background(), "ip4:203.0.113.7", 1)
+	d, err := lim.Allow(context.Background(), "203.0.113.7", 1)
 	if err != nil {
 		panic(err)
 	}
