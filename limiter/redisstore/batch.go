@@ -22,6 +22,7 @@ type batcher struct {
 	mu       sync.Mutex
 	queue    []*call
 	running  int
+	closed   bool // no new call once set; guards wg.Add against wait
 	size     int
 	inFlight int
 	wg       sync.WaitGroup
@@ -56,6 +57,11 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request) (result, error) 
 	c.ctx, c.req, c.err = ctx, *req, nil
 	c.deadline = time.Now().Add(b.s.cfg.timeout)
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		callPool.Put(c)
+		return result{}, limiter.ErrClosed
+	}
 	b.queue = append(b.queue, c)
 	start := b.running < b.inFlight
 	if start {
@@ -165,5 +171,10 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 	return keys, args, res, nwin
 }
 
-// wait blocks until no batch is running.
-func (b *batcher) wait() { b.wg.Wait() }
+// close refuses new calls and waits until no batch is running.
+func (b *batcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.wg.Wait()
+}

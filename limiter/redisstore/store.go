@@ -332,7 +332,7 @@ func (s *Store) CachedKeys() int { return s.cache.len() }
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	if s.batch != nil {
-		s.batch.wait()
+		s.batch.close()
 	}
 	if s.fallback != nil {
 		return s.fallback.Close()

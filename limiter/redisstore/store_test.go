@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -350,4 +351,34 @@ func TestReset(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCloseUnderLoad closes the store while callers decide: every call
+// ends with a decision or ErrClosed, and no batch outlives Close (goleak
+// in TestMain checks the goroutines).
+func TestCloseUnderLoad(t *testing.T) {
+	s := newStore(t, sharedClient(t))
+	p := limiter.MustPolicy("close", limiter.PerHour(1000))
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; ; j++ {
+				_, err := s.Take(context.Background(), limiter.Request{Key: strconv.Itoa(i), Policy: p, Now: t0, Cost: 1})
+				if errors.Is(err, limiter.ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Errorf("Take: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
 }
