@@ -142,7 +142,7 @@ func validateName(name string) error {
 		c := name[i]
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
 		if !ok {
-			return fmt.Errorf("%w: name %q has character %q; use A-Z a-z 0-9 _ - .", ErrInvalidPolicy, name, c)
+			return fmt.Errorf("%w: name %q has character %q (allowed: A-Z a-z 0-9 and _-.)", ErrInvalidPolicy, name, c)
 		}
 	}
 	return nil

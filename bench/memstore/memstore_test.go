@@ -25,10 +25,6 @@ func keys(n int) []string {
 	return ks
 }
 
-type store interface {
-	limiter.Store
-}
-
 func contenders(tb testing.TB, maxKeys int) map[string]func() (limiter.Store, func()) {
 	return map[string]func() (limiter.Store, func()){
 		"sharded": func() (limiter.Store, func()) {
