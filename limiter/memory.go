@@ -66,9 +66,10 @@ type MemoryStore struct {
 
 type memShard struct {
 	mu     sync.Mutex
-	tables []*memTable
-	n      int // counters held, over all tables
-	_      [24]byte
+	n      int         // counters held, over all tables
+	first  memTable    // the first window length seen, inline: read on the lock's cache lines
+	tables []*memTable // every table, first included once used
+	_      [16]byte    // to 128 bytes: two cache lines of its own
 }
 
 type memTable struct {
@@ -235,12 +236,19 @@ func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTabl
 // table returns the shard's table for windows of windowMs, making one in
 // the window of ms if there is none.
 func (sh *memShard) table(windowMs, ms int64) *memTable {
+	if sh.first.windowMs == windowMs {
+		return &sh.first
+	}
 	for _, t := range sh.tables {
 		if t.windowMs == windowMs {
 			return t
 		}
 	}
 	t := &memTable{windowMs: windowMs}
+	if sh.first.windowMs == 0 {
+		t = &sh.first
+		t.windowMs = windowMs
+	}
 	t.id, t.start, t.end = WindowID(ms, windowMs)
 	sh.tables = append(sh.tables, t)
 	return t
