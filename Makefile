@@ -6,9 +6,9 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: test bench bench-peers fuzz soak lint cover redis
 
-# The whole suite, race detector on. Redis-backed tests need a Redis at
-# 127.0.0.1:6379 (see .ci/run, or `make redis`).
-test:
+# The whole suite, race detector on. The Redis-backed tests need a Redis
+# at 127.0.0.1:6379 and the redis-server binary: `redis` makes sure of both.
+test: redis
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 bench:
