@@ -16,9 +16,6 @@ const floodHeapBudget = 40
 // evicted, a legitimate client's count survives, and the live heap stays
 // within the documented figure.
 func TestFloodMillionKeysAtDefaultBound(t *testing.T) {
-	if testing.Short() {
-		t.Skip("allocates a million counters; run without -short")
-	}
 	const n = 1_000_000
 	p := MustPolicy("flood", PerMinute(5))
 	keys := benchKeys(n)
