@@ -25,6 +25,10 @@ func TestCorruptValueRefused(t *testing.T) {
 		{"app_negative", AppClock, func(k string) error { return c.Set(ctx, k, "-3", 0).Err() }},
 		{"app_wrong_type", AppClock, func(k string) error { return c.HSet(ctx, k, "x", 1).Err() }},
 		{"server_bad_window", ServerClock, func(k string) error { return c.HSet(ctx, k, "w", "zz", "c", 1).Err() }},
+		{"server_window_far_ahead", ServerClock, func(k string) error { return c.HSet(ctx, k, "w", "1e15", "c", 1).Err() }},
+		{"server_window_huge", ServerClock, func(k string) error { return c.HSet(ctx, k, "w", "1e300", "c", 1).Err() }},
+		{"server_window_fractional", ServerClock, func(k string) error { return c.HSet(ctx, k, "w", "29774995.5", "c", 1).Err() }},
+		{"server_window_negative", ServerClock, func(k string) error { return c.HSet(ctx, k, "w", "-7", "c", 1).Err() }},
 		{"server_wrong_type", ServerClock, func(k string) error { return c.Set(ctx, k, "1", 0).Err() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

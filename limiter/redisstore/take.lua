@@ -100,6 +100,15 @@ for _ = 1, nreq do
       ws[i] = tonumber(h[1])
       found[i] = h[1] ~= false
       cnt[i] = count(h[2]) or 0
+      -- A window id must be a whole number no further ahead of TIME than
+      -- one window plus the expiry margin (a clock step back larger than
+      -- that would have found the key expired). Anything else is corrupt:
+      -- refused, nothing written, and never allowed to move the instant
+      -- decided at out of range.
+      local w = ws[i]
+      if w ~= nil and (w ~= math.floor(w) or w < 0 or w * wms[i] > tnow + wms[i] + margin) then
+        ws[i] = nil
+      end
       if found[i] and ws[i] == nil then
         cnt[i] = -1
       end
