@@ -74,3 +74,19 @@ func commandCalls(t testing.TB, c redis.UniversalClient, cmd string) int64 {
 }
 
 func sharedClient(t testing.TB) *redis.Client { return redistest.Shared(t) }
+
+// awaitServerWindow makes room for a ServerClock test, which runs on
+// Redis's own clock (a fake clock cannot move it): when less than 300 ms
+// are left in Redis's current window of length w, it waits for the next
+// window to begin, so that the test's few calls land in one window rather
+// than straddling a boundary by chance.
+func awaitServerWindow(t testing.TB, c redis.UniversalClient, w time.Duration) {
+	t.Helper()
+	now, err := c.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatalf("redis TIME: %v", err)
+	}
+	if left := w - time.Duration(now.UnixNano()%int64(w)); left < 300*time.Millisecond {
+		time.Sleep(left + 10*time.Millisecond)
+	}
+}

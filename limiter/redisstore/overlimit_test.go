@@ -22,6 +22,9 @@ func TestOverLimitCacheSkipsRedis(t *testing.T) {
 		t.Run(clock.String(), func(t *testing.T) {
 			srv := redistest.StartServer(t)
 			c := redistest.Client(t, srv.Addr())
+			if clock == ServerClock {
+				awaitServerWindow(t, c, time.Second)
+			}
 			clk := fakeclock.New(t0.Add(100 * time.Millisecond))
 			s := newStore(t, c, WithClockSource(clock))
 			l := newLimiter(t, p, s, clk)

@@ -139,6 +139,9 @@ func TestExpirySetOnce(t *testing.T) {
 	p := limiter.MustPolicy("ttl", limiter.PerMinute(1000))
 	for _, clock := range []ClockSource{AppClock, ServerClock} {
 		t.Run(clock.String(), func(t *testing.T) {
+			if clock == ServerClock {
+				awaitServerWindow(t, c, time.Minute)
+			}
 			s := newStore(t, c, WithClockSource(clock), WithExpiryMargin(2*time.Second))
 			clk := fakeclock.New(t0)
 			l := newLimiter(t, p, s, clk)
@@ -186,6 +189,9 @@ func TestRefusalWritesNothing(t *testing.T) {
 	p := limiter.MustPolicy("deny", limiter.PerMinute(5), limiter.PerSecond(3))
 	for _, clock := range []ClockSource{AppClock, ServerClock} {
 		t.Run(clock.String(), func(t *testing.T) {
+			if clock == ServerClock {
+				awaitServerWindow(t, c, time.Second)
+			}
 			s := newStore(t, c, WithClockSource(clock), WithOverLimitCache(0))
 			clk := fakeclock.New(t0)
 			l := newLimiter(t, p, s, clk)
@@ -253,6 +259,9 @@ func TestRepairsKeyWithoutExpiry(t *testing.T) {
 				name = clock.String() + "/refused"
 			}
 			t.Run(name, func(t *testing.T) {
+				if clock == ServerClock {
+					awaitServerWindow(t, c, time.Minute)
+				}
 				s := newStore(t, c, WithClockSource(clock), WithOverLimitCache(0))
 				clk := fakeclock.New(t0.Add(10 * time.Second))
 				l := newLimiter(t, p, s, clk)
@@ -328,6 +337,9 @@ func TestReset(t *testing.T) {
 	p := limiter.MustPolicy("reset", limiter.PerMinute(2))
 	for _, clock := range []ClockSource{AppClock, ServerClock} {
 		t.Run(clock.String(), func(t *testing.T) {
+			if clock == ServerClock {
+				awaitServerWindow(t, c, time.Minute)
+			}
 			clk := fakeclock.New(t0.Add(time.Second))
 			s := newStore(t, c, WithClockSource(clock), WithClock(clk))
 			l := newLimiter(t, p, s, clk)
