@@ -69,7 +69,9 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 		} else {
 			var id int64
 			id, _, end = WindowID(ms, sp.ms)
-			st = State{Window: id}
+			if st.Window != id {
+				st = State{Window: id}
+			}
 		}
 		ends[i] = end
 		next[i] = st

@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 )
 
 // A Limiter applies one Policy to many keys over a Store. Build one with
@@ -12,6 +13,7 @@ type Limiter struct {
 	store  Store
 	clock  Clock
 	owned  *MemoryStore // the default store, closed by Close
+	closed atomic.Bool
 }
 
 // An Option configures New.
@@ -64,6 +66,9 @@ func (l *Limiter) Peek(ctx context.Context, key string, cost int64) (Decision, e
 }
 
 func (l *Limiter) take(ctx context.Context, key string, cost int64, peek bool) (Decision, error) {
+	if l.closed.Load() {
+		return Decision{}, ErrClosed
+	}
 	if cost <= 0 {
 		return Decision{}, ErrInvalidCost
 	}
@@ -78,6 +83,9 @@ func (l *Limiter) take(ctx context.Context, key string, cost int64, peek bool) (
 
 // Reset forgets key's counters: its next request starts a fresh budget.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
 	if key == "" {
 		return ErrInvalidKey
 	}
@@ -93,9 +101,11 @@ func (l *Limiter) Policy() *Policy { return l.policy }
 // Store returns the limiter's store.
 func (l *Limiter) Store() Store { return l.store }
 
-// Close releases the default store if the limiter made it; a store passed
-// with WithStore is left to its owner. Close is idempotent.
+// Close ends the limiter: later calls return ErrClosed. It also closes the
+// default store if the limiter made it; a store passed with WithStore is
+// left open for its owner and any other limiter on it. Close is idempotent.
 func (l *Limiter) Close() error {
+	l.closed.Store(true)
 	if l.owned != nil {
 		return l.owned.Close()
 	}

@@ -374,3 +374,44 @@ func TestConcurrentOneKeyAdmitsExactlyTheLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestClosedLimiterOnSharedStore(t *testing.T) {
+	t.Parallel()
+	clk := fakeclock.New(noon)
+	st := newTestStore(t)
+	a, _ := New(tenPerMinute(), WithStore(st), WithClock(clk))
+	b, _ := New(MustPolicy("b", PerMinute(10)), WithStore(st), WithClock(clk))
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Allow(context.Background(), "k", 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Allow on a closed limiter = %v, want ErrClosed", err)
+	}
+	if err := a.Reset(context.Background(), "k"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Reset on a closed limiter = %v, want ErrClosed", err)
+	}
+	if d := allow(t, b, "k", 1); !d.Allowed {
+		t.Fatal("closing one limiter closed the store it shares")
+	}
+}
+
+// TestExtremeClocks: instants at the ends of int64 milliseconds are
+// clamped (to ±2^62 ms, 146 million years) before any window arithmetic,
+// so the limit still holds and nothing overflows.
+func TestExtremeClocks(t *testing.T) {
+	t.Parallel()
+	for _, at := range []time.Time{
+		time.UnixMilli(math.MaxInt64 - 10),
+		time.UnixMilli(math.MinInt64 + 10),
+		time.UnixMilli(1 << 62),
+		time.UnixMilli(-1 << 62),
+	} {
+		l, _, _ := newTestLimiter(t, MustPolicy("x", PerMinute(2)), at)
+		for i := range 3 {
+			d := allow(t, l, "k", 1)
+			if d.Allowed != (i < 2) || d.Remaining < 0 || d.RetryAfter < 0 || d.RetryAfter > time.Minute {
+				t.Fatalf("at %d ms, request %d: %+v", at.UnixMilli(), i+1, d)
+			}
+		}
+	}
+}

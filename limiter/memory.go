@@ -156,6 +156,9 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (d Decision, err er
 	if s.closed.Load() {
 		return Decision{}, ErrClosed
 	}
+	if err := req.check(); err != nil {
+		return Decision{}, err
+	}
 	p := req.Policy
 	h := s.hash(req.Key, p)
 	sh := &s.shards[h&s.mask]
@@ -208,6 +211,10 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (d Decision, err er
 // the instant to decide at.
 func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTable) time.Time {
 	ms := now.UnixMilli()
+	if ms > msBound || ms < -msBound {
+		ms = max(min(ms, msBound), -msBound) // as Decide does: no window arithmetic can overflow
+		now = time.UnixMilli(ms)
+	}
 	current := true
 	for i := range p.rates {
 		t := sh.table(p.spans[i].ms, ms)

@@ -229,3 +229,31 @@ func TestMemoryStoreResetOfUnknownKey(t *testing.T) {
 		t.Fatalf("Reset with nil policy = %v, want ErrInvalidPolicy", err)
 	}
 }
+
+// TestMemoryStoreRefusesBadRequests: a store called directly checks what
+// Limiter would have: no policy, a cost of zero or less, an empty key.
+func TestMemoryStoreRefusesBadRequests(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	p := tenPerMinute()
+	for _, tt := range []struct {
+		name string
+		req  Request
+		want error
+	}{
+		{"nil_policy", Request{Key: "k", Now: noon, Cost: 1}, ErrInvalidPolicy},
+		{"zero_policy", Request{Key: "k", Policy: &Policy{}, Now: noon, Cost: 1}, ErrInvalidPolicy},
+		{"negative_cost", Request{Key: "k", Policy: p, Now: noon, Cost: -5}, ErrInvalidCost},
+		{"zero_cost", Request{Key: "k", Policy: p, Now: noon}, ErrInvalidCost},
+		{"empty_key", Request{Policy: p, Now: noon, Cost: 1}, ErrInvalidKey},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := st.Take(context.Background(), tt.req); !errors.Is(err, tt.want) {
+				t.Fatalf("Take(%+v) = %v, want %v", tt.req, err, tt.want)
+			}
+			if st.Len() != 0 {
+				t.Fatalf("a refused request created %d counters", st.Len())
+			}
+		})
+	}
+}

@@ -76,8 +76,10 @@ type Policy struct {
 }
 
 // span is a rate's window in milliseconds, and the largest window id whose
-// start (id × ms) stays within ±msBound, so Decide can test whether a
-// stored id is current with a multiplication instead of a division.
+// start (id × ms) stays within ±msBound/2, so Decide can test whether a
+// stored id is current with a multiplication instead of a division, and
+// the instant's distance from that start (both within ±2^62) cannot
+// overflow.
 type span struct {
 	ms, maxID int64
 }
@@ -111,7 +113,7 @@ func NewPolicy(name string, rates ...Rate) (*Policy, error) {
 			}
 		}
 		ms := r.Window.Milliseconds()
-		spans[i] = span{ms: ms, maxID: msBound / ms}
+		spans[i] = span{ms: ms, maxID: msBound / 2 / ms}
 		fmt.Fprintf(&id, ":%d/%d", r.Limit, ms)
 	}
 	h := fnv.New64a()

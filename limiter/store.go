@@ -37,3 +37,19 @@ type Store interface {
 	// Reset forgets key's counters under p.
 	Reset(ctx context.Context, key string, p *Policy) error
 }
+
+// check reports a request no store should decide: a nil or zero policy, a
+// cost of zero or less, an empty key. Limiter never sends one; a store
+// called directly must not charge it.
+func (r *Request) check() error {
+	if err := r.Policy.check(); err != nil {
+		return err
+	}
+	if r.Cost <= 0 {
+		return ErrInvalidCost
+	}
+	if r.Key == "" {
+		return ErrInvalidKey
+	}
+	return nil
+}
