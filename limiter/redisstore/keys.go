@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 )
@@ -41,8 +42,17 @@ type policyKeys struct {
 	rates  []any // limit, window ms, for each rate
 }
 
-// keyCache memoises policyKeys per policy. Policies are few and long-lived.
-type keyCache struct{ m sync.Map }
+// keyCache memoises policyKeys per policy. Policies are usually few and
+// long-lived; a resolver that builds policies per request must not grow it
+// without end, so past maxCachedPolicies entries the keys are computed
+// afresh each time instead of stored.
+type keyCache struct {
+	m sync.Map
+	n atomic.Int64
+}
+
+// maxCachedPolicies bounds the per-policy caches of a Store.
+const maxCachedPolicies = 256
 
 func (c *keyCache) get(p *limiter.Policy) *policyKeys {
 	if v, ok := c.m.Load(p); ok {
@@ -56,7 +66,13 @@ func (c *keyCache) get(p *limiter.Policy) *policyKeys {
 		pk.suffix[i] = ":" + p.ID() + ":" + strconv.FormatInt(ms, 10)
 		pk.rates = append(pk.rates, strconv.FormatInt(r.Limit, 10), strconv.FormatInt(ms, 10))
 	}
-	v, _ := c.m.LoadOrStore(p, pk)
+	if c.n.Load() >= maxCachedPolicies {
+		return pk
+	}
+	v, loaded := c.m.LoadOrStore(p, pk)
+	if !loaded {
+		c.n.Add(1)
+	}
 	return v.(*policyKeys)
 }
 

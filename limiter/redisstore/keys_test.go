@@ -1,8 +1,11 @@
 package redisstore
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fixedwindow/ratelimit/limiter"
 )
 
 func TestTag(t *testing.T) {
@@ -40,4 +43,22 @@ func FuzzTag(f *testing.F) {
 			t.Fatalf("tag(%q) == tag(%q) == %q", a, b, ta)
 		}
 	})
+}
+
+// TestKeyCacheBounded: policies built per request (a resolver's) must not
+// grow the cache without end; past the bound keys are computed, not kept.
+func TestKeyCacheBounded(t *testing.T) {
+	var c keyCache
+	for i := range maxCachedPolicies + 50 {
+		p := limiter.MustPolicy("p"+strconv.Itoa(i), limiter.PerMinute(int64(i+1)))
+		pk := c.get(p)
+		if want := ":" + p.ID() + ":60000"; pk.suffix[0] != want {
+			t.Fatalf("policy %d: suffix %q, want %q", i, pk.suffix[0], want)
+		}
+	}
+	n := 0
+	c.m.Range(func(any, any) bool { n++; return true })
+	if n != maxCachedPolicies || c.n.Load() != maxCachedPolicies {
+		t.Fatalf("cache holds %d (counted %d), want the bound %d", n, c.n.Load(), maxCachedPolicies)
+	}
 }

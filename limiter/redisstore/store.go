@@ -28,6 +28,7 @@ type Store struct {
 
 	fallback   *limiter.MemoryStore // FailLocal only
 	fbPolicies sync.Map             // *limiter.Policy → its policy at limit/divisor
+	fbCount    atomic.Int64         // entries in fbPolicies, at most maxCachedPolicies
 
 	health  atomic.Uint32
 	lastErr atomic.Pointer[error]
@@ -265,7 +266,13 @@ func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
 	if err != nil { // cannot happen: smaller limits of a valid policy are valid
 		fp = p
 	}
-	v, _ := s.fbPolicies.LoadOrStore(p, fp)
+	if s.fbCount.Load() >= maxCachedPolicies {
+		return fp
+	}
+	v, loaded := s.fbPolicies.LoadOrStore(p, fp)
+	if !loaded {
+		s.fbCount.Add(1)
+	}
 	return v.(*limiter.Policy)
 }
 
