@@ -49,9 +49,9 @@ func newBatcher(s *Store, c *redis.Client) *batcher {
 // The store's timeout needs no context (and no timer) per decision: calls
 // leave the queue in arrival order and all have the same timeout, so the
 // batches running ahead of a call end by the deadline of their oldest
-// call, which is no later than this one's; a call whose deadline has
-// passed when its turn comes is dropped, and a batch's own deadline is
-// that of its oldest call.
+// call, which is no later than this one's; a call with less than a
+// quarter of the timeout left when its turn comes is dropped as timed out,
+// and a batch's own deadline is that of its oldest remaining call.
 func (b *batcher) do(ctx context.Context, req *limiter.Request) (result, error) {
 	c := callPool.Get().(*call)
 	c.ctx, c.req, c.err = ctx, *req, nil
@@ -117,11 +117,15 @@ func (b *batcher) loop() {
 func (b *batcher) send(batch []*call, keys []string, args []any, res []result, nwin []int) ([]string, []any, []result, []int) {
 	s := b.s
 	live := batch[:0]
-	now := time.Now()
+	// A call with less than a quarter of the timeout left is dropped as
+	// timed out rather than sent: the batch runs to the deadline of its
+	// oldest call, and one nearly spent call must not cut short the
+	// fresh ones queued behind it.
+	cutoff := time.Now().Add(s.cfg.timeout / 4)
 	var deadline time.Time
 	for _, c := range batch {
 		err := c.ctx.Err()
-		if err == nil && !now.Before(c.deadline) {
+		if err == nil && c.deadline.Before(cutoff) {
 			err = context.DeadlineExceeded
 		}
 		if err != nil {
