@@ -21,7 +21,9 @@ type Decision struct {
 	ResetAt time.Time
 	// RetryAfter is how long until the deciding window resets; zero when
 	// Allowed. It points at the aligned boundary, never at "one window
-	// from now".
+	// from now". A request whose cost exceeds the limit never fits, yet is
+	// told the same: callers that weigh requests should keep costs within
+	// the limit.
 	RetryAfter time.Duration
 	// Window is the length of the deciding window. On a denial it is the
 	// refusing window that resets last; on an admission, the window with

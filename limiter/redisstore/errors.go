@@ -7,8 +7,9 @@ import "errors"
 // cause, so callers can test for either with errors.Is.
 var (
 	// ErrUnavailable reports that Redis could not decide in time and the
-	// failure policy is FailClosed. Map it to a 503, or let the
-	// middleware's own fail-open option admit the request.
+	// failure policy is FailClosed. The middleware answers it with a 500
+	// and a generic body (a custom ErrorHandler may prefer 503 with
+	// Retry-After), or admits the request with its own fail-open option.
 	ErrUnavailable = errors.New("redisstore: redis unavailable")
 	// ErrNilClient reports a nil client passed to New.
 	ErrNilClient = errors.New("redisstore: client is nil")
