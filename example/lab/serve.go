@@ -88,7 +88,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 // is told the listening address once requests can be served.
 func serve(ctx context.Context, cfg serveConfig, logw io.Writer, ready func(net.Addr)) error {
 	log := slog.New(slog.NewTextHandler(logw, nil))
-	store, closeStore, err := openStore(ctx, cfg.store)
+	sc := cfg.store
+	sc.Clock = cfg.clock
+	store, closeStore, err := openStore(ctx, sc)
 	if err != nil {
 		return err
 	}

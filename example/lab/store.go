@@ -16,14 +16,22 @@ type storeConfig struct {
 	Kind string
 	// RedisAddr is the Redis server's host:port, for Kind "redis".
 	RedisAddr string
+	// Clock is the limiter's clock, which the store's own time-keeping
+	// (the memory store's sweep, the Redis store's Reset) must share; nil
+	// means the system clock.
+	Clock limiter.Clock
 }
 
 // openStore opens the store cfg names. The returned function releases it;
 // call it once the server has stopped.
 func openStore(_ context.Context, cfg storeConfig) (limiter.Store, func() error, error) {
+	clk := cfg.Clock
+	if clk == nil {
+		clk = limiter.SystemClock{}
+	}
 	switch cfg.Kind {
 	case "memory":
-		s, err := limiter.NewMemoryStore()
+		s, err := limiter.NewMemoryStore(limiter.WithMemoryClock(clk))
 		if err != nil {
 			return nil, nil, fmt.Errorf("memory store: %w", err)
 		}
@@ -36,7 +44,7 @@ func openStore(_ context.Context, cfg storeConfig) (limiter.Store, func() error,
 		// here, so a server started while Redis is down serves (by that
 		// policy) and recovers by itself when Redis comes up.
 		c := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ContextTimeoutEnabled: true})
-		s, err := redisstore.New(c)
+		s, err := redisstore.New(c, redisstore.WithClock(clk))
 		if err != nil {
 			c.Close()
 			return nil, nil, fmt.Errorf("redis store: %w", err)
