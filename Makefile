@@ -34,7 +34,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(STATICCHECK) $(PKGS)
 
-cover:
+cover: redis
 	$(GO) test -count=1 -coverprofile=cover.out $(PKGS)
 	$(GO) tool cover -func=cover.out | tail -1
 
