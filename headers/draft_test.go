@@ -160,3 +160,21 @@ func TestNewRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteDraftDatesByTheDecision: the draft t parameter counts from the
+// instant the limiter decided at, not from a clock the writer reads again
+// (here one a whole minute off), so the header agrees with the decision.
+func TestWriteDraftDatesByTheDecision(t *testing.T) {
+	p := limiter.MustPolicy("", limiter.PerMinute(100))
+	l, _ := newLimiter(t, p, noon30)
+	w := newWriter(t, WithDraftHeaders(), WithClock(clockAt(noon30.Add(-time.Minute))))
+	d := allow(t, l, 1)
+	h := http.Header{}
+	w.Write(h, &d)
+	if got, want := h.Get("RateLimit"), `"default";r=99;t=30`; got != want {
+		t.Fatalf("RateLimit = %q, want %q (30 s from the decision at 12:00:30)", got, want)
+	}
+	if !d.DecidedAt().Equal(noon30) {
+		t.Fatalf("DecidedAt = %v, want %v", d.DecidedAt(), noon30)
+	}
+}

@@ -85,11 +85,11 @@ func (w *Writer) Write(h http.Header, d *limiter.Decision) {
 	}
 	var policyValue string
 	if w.draft {
-		var now time.Time
-		if d.Allowed {
+		// The decision's own instant: no second clock reading, and the
+		// store's clock when it has one (Redis's TIME).
+		now := d.DecidedAt()
+		if d.Policy == nil { // a Decision not made by Decide
 			now = w.clock.Now()
-		} else {
-			now = d.ResetAt.Add(-d.RetryAfter)
 		}
 		var s int
 		s, b, policyValue = w.appendDraft(b, d, now)

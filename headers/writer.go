@@ -132,9 +132,10 @@ func WithProblemJSON(typeURI, title string) Option {
 	}
 }
 
-// WithClock sets the clock that dates the draft reset parameter t of an
-// admitted request (a denial carries its own instant). Give it the
-// limiter's clock. The default is the system clock.
+// WithClock sets the clock that dates the draft reset parameter t for a
+// Decision that carries no instant of its own (one not made by
+// limiter.Decide); every decision a limiter returns is dated by its own
+// clock reading, DecidedAt. The default is the system clock.
 func WithClock(c limiter.Clock) Option {
 	return func(w *Writer) error {
 		if c == nil {

@@ -47,6 +47,13 @@ type WindowStatus struct {
 // ResetAt returns the aligned end of this window.
 func (w WindowStatus) ResetAt() time.Time { return time.UnixMilli(w.resetMs) }
 
+// DecidedAt returns the instant the decision was made at, to the
+// millisecond: the limiter's single clock reading (or the store's clock,
+// such as Redis's TIME), so that anything derived from the decision, like
+// a "seconds until reset" header, needs no clock of its own. It is the
+// zero Unix instant for a zero Decision.
+func (d *Decision) DecidedAt() time.Time { return time.UnixMilli(d.nowMs) }
+
 // NumWindows returns how many windows the decision describes: one per rate
 // of its policy.
 func (d *Decision) NumWindows() int {
