@@ -67,20 +67,12 @@ func parseHammerFlags(args []string, stderr io.Writer) (hammerConfig, error) {
 	fs.IntVar(&cfg.n, "n", 40, fmt.Sprintf("requests to send, 1 to %d", maxHammerRequests))
 	fs.IntVar(&cfg.c, "c", 8, fmt.Sprintf("requests in flight at a time, 1 to %d", maxHammerConcurrency))
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "give up on a request after this long")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "usage: lab hammer [flags]")
-			fmt.Fprintln(stderr, "Prints one line per status and a summary. A progress line goes to stderr")
-			fmt.Fprintln(stderr, "when it is a terminal and the run lasts over a second.")
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-			return cfg, err
-		}
-		return cfg, usageError{err}
+	if err := parseFlags(fs, args, stderr,
+		"Prints one line per status and a summary. A progress line goes to stderr",
+		"when it is a terminal and the run lasts over a second."); err != nil {
+		return cfg, err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return cfg, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	case cfg.n < 1 || cfg.n > maxHammerRequests:
 		return cfg, usageError{fmt.Errorf("-n %d: must be between 1 and %d", cfg.n, maxHammerRequests)}
 	case cfg.c < 1 || cfg.c > maxHammerConcurrency:

@@ -71,6 +71,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// parseFlags parses a command's flags: -h prints usage (the command line,
+// any notes, then the flags) to stderr and returns flag.ErrHelp; a bad flag
+// or a stray argument is a usageError.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, notes ...string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "usage: lab %s [flags]\n", fs.Name())
+			for _, n := range notes {
+				fmt.Fprintln(stderr, n)
+			}
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	return nil
+}
+
 // usageError marks bad flags or arguments: exit code 2.
 type usageError struct{ err error }
 

@@ -54,18 +54,10 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.store.Kind, "store", "memory", "where counters live: memory or redis")
 	fs.StringVar(&cfg.store.RedisAddr, "redis-addr", "127.0.0.1:6379", "Redis `host:port`, for --store redis")
 	fs.BoolVar(&cfg.failOpen, "fail-open", false, "let requests through when the store fails, instead of answering 500")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "usage: lab serve [flags]")
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-			return cfg, err
-		}
-		return cfg, usageError{err}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return cfg, err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return cfg, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	case cfg.addr == "":
 		return cfg, usageError{errors.New("--addr must not be empty")}
 	case cfg.limit <= 0:

@@ -71,17 +71,8 @@ func parseSimulateFlags(args []string, stderr io.Writer) (simulateConfig, error)
 	fs.DurationVar(&cfg.sim.Window, "window", time.Second, "window length, a whole number of milliseconds (a multiple of 5ms for layered)")
 	fs.StringVar(&cfg.plot, "plot", "", "also draw the timeline of admitted requests to `file`.svg or file.png")
 	fs.StringVar(&limiters, "limiters", strings.Join(sim.Names(), ","), "comma-separated limiters to run; the table keeps this order")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "usage: lab simulate [flags]")
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-			return cfg, err
-		}
-		return cfg, usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return cfg, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return cfg, err
 	}
 	if l := cfg.sim.Limit; l < 1 || l > sim.MaxLimit {
 		return cfg, usageError{fmt.Errorf("--limit %d: must be between 1 and %d", l, sim.MaxLimit)}
