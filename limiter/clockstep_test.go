@@ -10,9 +10,10 @@ import (
 
 // memoryClockSteps are the clock faults of issue 9 against the memory
 // store, 2 per second unless a row says otherwise. Each row holds the
-// bound: a step of any size, forward or back, gives at most one window of
-// wrong answers for a key, and after that the key is admitted exactly its
-// limit in every window.
+// bound: after a step of any size, forward or back, a key is refused for
+// at most one window it should not be and given at most one window's extra
+// budget, and from the window after that it is admitted exactly its limit
+// in every window.
 var memoryClockSteps = []storetest.ClockStep{
 	{Name: "forward_1h_then_corrected", Phases: []storetest.Phase{
 		{At: 100 * time.Millisecond, Send: 3, Admit: 2},
@@ -27,6 +28,13 @@ var memoryClockSteps = []storetest.ClockStep{
 		{At: 1200 * time.Millisecond, Send: 3, Admit: 2, Reason: "4 of the minute's 5"},
 		{At: 2200 * time.Millisecond, Send: 3, Admit: 1, Reason: "the minute is spent"},
 		{At: time.Minute + 200*time.Millisecond, Send: 3, Admit: 2, Reason: "a fresh minute"},
+	}},
+	{Name: "forward_1_window_then_corrected", Phases: []storetest.Phase{
+		{At: 100 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 1100 * time.Millisecond, Send: 3, Admit: 2, Reason: "the next window, fresh"},
+		{At: 200 * time.Millisecond, Send: 3, Admit: 0, Reason: "one window back: decided in the window already spent, as a racing read would be"},
+		{At: 1200 * time.Millisecond, Send: 3, Admit: 0},
+		{At: 2200 * time.Millisecond, Every: time.Second, Times: 5, Send: 3, Admit: 2, Reason: "over the two windows, exactly two windows' budget"},
 	}},
 	{Name: "back_1s", Phases: []storetest.Phase{
 		{At: 500 * time.Millisecond, Send: 3, Admit: 2},

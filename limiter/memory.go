@@ -33,17 +33,18 @@ const smallTable = 64
 // window passes, its table's counts are dropped whole, at the next request
 // that touches it or at the next sweep: no timer runs per key.
 //
-// Each request is judged by its own instant, so a wall clock that steps
-// costs a key at most one window (the policy's longest) of wrong answers,
-// whatever the step's size or direction. A request whose instant falls in
-// the window just before a table's (two clock reads raced across a
-// boundary, or the clock stepped back by up to a window) is decided in the
-// table's window: a count is never rewound. A table from further ahead
-// (the clock stepped forward and was corrected, or stepped back by more
-// than a window) is stale: its counts are dropped and the current window
-// starts, so a glitch never locks a key out. A sweep frees the counts of
-// ended windows without moving any table forward, so one that reads a
-// glitched clock costs at most the counts of the windows then current.
+// Each request is judged by its own instant, so a wall clock that steps,
+// by any amount either way, never locks a key out and never lends it more
+// than one window's extra budget. A request whose instant falls in the
+// window just before a table's (two clock reads raced across a boundary,
+// or the clock stepped back by up to a window) is decided and charged in
+// the table's window, so a count is never rewound; such requests are
+// charged less than one window early. A table from further ahead (the
+// clock stepped forward and was corrected, or stepped back by more than a
+// window) is stale: its counts are dropped and the current window starts.
+// A sweep frees the counts of ended windows without moving any table
+// forward, so one that reads a glitched clock costs at most the counts of
+// the windows then current.
 //
 // Memory is bounded by MaxKeys counters (a layered policy uses one counter
 // per window), enforced per shard as MaxKeys/Shards; the shard count is
