@@ -30,7 +30,9 @@ var DefaultPolicy = limiter.MustPolicy("steps", limiter.PerSecond(2))
 
 // A NewStore returns a fresh, empty store whose clock, if it keeps one
 // (a memory store's sweep), is clk, and arranges for it to be closed when
-// the test ends.
+// the test ends. Rows run in parallel and all use the key "k" under one
+// policy, so a store on a shared server needs a key prefix of its own per
+// call.
 type NewStore func(t *testing.T, clk limiter.Clock) limiter.Store
 
 // A ClockStep is one row: a policy and the phases a fake clock goes
