@@ -19,9 +19,11 @@
 //	any key over the bound (256 bytes)      sha256:<64 hex digits>
 //
 // Addresses are normalized before they become keys: the port is dropped,
-// IPv4-mapped IPv6 folds to IPv4, zones are dropped, and IPv6 addresses are
-// grouped by their /64 (WithIPv6Prefix), the block one subscriber
-// normally holds, so a client cannot rotate into fresh budgets.
+// IPv4-mapped IPv6 folds to IPv4, as do the IPv6 forms that carry an IPv4
+// client (NAT64 and IPv4-compatible, see RemoteHost), zones are dropped,
+// and IPv6 addresses are grouped by their /64 (WithIPv6Prefix), the block
+// one subscriber normally holds, so a client cannot rotate into fresh
+// budgets.
 //
 // Forwarding headers (X-Forwarded-For, Forwarded, X-Real-IP) are honoured
 // only by TrustedProxy, and only when the direct peer is inside the

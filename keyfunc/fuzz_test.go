@@ -28,8 +28,9 @@ func checkFuzzResult(t *testing.T, key string, err error) {
 }
 
 // checkAddrKey checks that key names exactly one client in canonical
-// form, a bare IPv4 address or "ip6:" and a /64 prefix, and returns that
-// address or prefix.
+// form, a bare IPv4 address or "ip6:" and a /64 prefix (a whole address
+// inside the local-use NAT64 prefix), and returns that address or prefix.
+// No IPv6 key holds an address that only carries an IPv4 client.
 func checkAddrKey(t *testing.T, key string) netip.Prefix {
 	t.Helper()
 	switch {
@@ -41,8 +42,15 @@ func checkAddrKey(t *testing.T, key string) netip.Prefix {
 		return netip.PrefixFrom(a, 32)
 	case strings.HasPrefix(key, "ip6:"):
 		p, err := netip.ParsePrefix(key[4:])
-		if err != nil || !p.Addr().Is6() || p.Addr().Is4In6() || p.Bits() != 64 || p.Masked() != p || p.String() != key[4:] {
-			t.Fatalf("key %q is not ip6: and one canonical /64", key)
+		bits := 64
+		if nat64Local.Contains(p.Addr()) {
+			bits = 128
+		}
+		if err != nil || !p.Addr().Is6() || p.Addr().Is4In6() || p.Bits() != bits || p.Masked() != p || p.String() != key[4:] {
+			t.Fatalf("key %q is not ip6: and one canonical /%d", key, bits)
+		}
+		if _, ok := embeddedIPv4(p.Addr()); ok || nat64WellKnown.Contains(p.Addr()) {
+			t.Fatalf("key %q is an IPv6 key for a translated IPv4 client", key)
 		}
 		return p
 	}
@@ -93,6 +101,46 @@ func FuzzRemoteAddr(f *testing.F) {
 		a, _ := netip.ParseAddr(host)
 		if want := c.addrKey(normalize(a)); k != want {
 			t.Fatalf("RemoteAddr %q: key %q, want %q", remoteAddr, k, want)
+		}
+	})
+}
+
+// FuzzTranslatedIPv4 checks that an IPv4 client has one key whether it
+// arrives as itself, mapped, through a NAT64 translator (well-known /96 or
+// local-use /48 prefix) or IPv4-compatible, under RemoteHost and as a
+// forwarded client.
+func FuzzTranslatedIPv4(f *testing.F) {
+	f.Add(byte(198), byte(51), byte(100), byte(9))
+	f.Add(byte(0), byte(0), byte(0), byte(1))
+	f.Add(byte(10), byte(0), byte(0), byte(2))
+	remote, err := RemoteHost()
+	if err != nil {
+		f.Fatal(err)
+	}
+	xff, err := TrustedProxy(XForwardedFor, []string{"10.0.0.0/8"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, a, b, c, d byte) {
+		v4 := netip.AddrFrom4([4]byte{a, b, c, d})
+		forms := []netip.Addr{
+			netip.AddrFrom16([16]byte{10: 0xff, 11: 0xff, 12: a, 13: b, 14: c, 15: d}),
+			netip.AddrFrom16([16]byte{1: 0x64, 2: 0xff, 3: 0x9b, 12: a, 13: b, 14: c, 15: d}),
+			netip.AddrFrom16([16]byte{1: 0x64, 2: 0xff, 3: 0x9b, 5: 1, 6: a, 7: b, 9: c, 10: d}),
+		}
+		if a|b|c != 0 || d > 1 {
+			forms = append(forms, netip.AddrFrom16([16]byte{12: a, 13: b, 14: c, 15: d}))
+		}
+		want := v4.String()
+		for _, form := range forms {
+			k, err := remote(&http.Request{RemoteAddr: netip.AddrPortFrom(form, 443).String()})
+			if err != nil || k != want {
+				t.Fatalf("RemoteHost of %v: %q, %v; want %q", form, k, err, want)
+			}
+			k, err = xff(&http.Request{RemoteAddr: "10.0.0.2:1", Header: http.Header{"X-Forwarded-For": {form.String()}}})
+			if err != nil || k != want {
+				t.Fatalf("forwarded %v: %q, %v; want %q", form, k, err, want)
+			}
 		}
 	})
 }

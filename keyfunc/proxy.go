@@ -65,6 +65,10 @@ func (s Source) String() string {
 //
 // A prefix that does not parse, or no prefix at all, is a constructor
 // error. IPv4-mapped prefixes (::ffff:10.0.0.0/104) are folded to IPv4.
+// Addresses are matched against the prefixes as they arrive: a NAT64
+// address (64:ff9b::10.0.0.2) is not inside 10.0.0.0/8, since a translator
+// chose it, not the proxy; it is keyed by the IPv4 client it carries, as
+// RemoteHost does.
 func TrustedProxy(src Source, trusted []string, opts ...Option) (Func, error) {
 	if src < XForwardedFor || src > XRealIP {
 		return nil, fmt.Errorf("%w: unknown %v", ErrInvalidOption, src)

@@ -46,6 +46,8 @@ func TestTrustedProxyXForwardedFor(t *testing.T) {
 		{"ipv6_client_grouped", []string{"X-Forwarded-For", "2001:db8:1:2::99"}, "ip6:2001:db8:1:2::/64"},
 		{"ipv6_trusted_hop_skipped", []string{"X-Forwarded-For", "198.51.100.9, 2001:db8:ffff::1"}, "198.51.100.9"},
 		{"v4_mapped_client_folded", []string{"X-Forwarded-For", "::ffff:198.51.100.9"}, "198.51.100.9"},
+		{"nat64_client_keyed_by_ipv4", []string{"X-Forwarded-For", "64:ff9b::198.51.100.9"}, "198.51.100.9"},
+		{"nat64_hop_not_a_trusted_ipv4_proxy", []string{"X-Forwarded-For", "198.51.100.9, 64:ff9b::10.1.1.1"}, "10.1.1.1"},
 		{"v4_mapped_trusted_hop_folded", []string{"X-Forwarded-For", "198.51.100.9, ::ffff:10.1.1.1"}, "198.51.100.9"},
 		{"port_dropped", []string{"X-Forwarded-For", "198.51.100.9:1234"}, "198.51.100.9"},
 		{"bracketed_ipv6_port", []string{"X-Forwarded-For", "[2001:db8:1:2::99]:443"}, "ip6:2001:db8:1:2::/64"},
@@ -138,6 +140,9 @@ func TestTrustedProxyPeer(t *testing.T) {
 		want       string
 	}{
 		{"v4_mapped_peer_trusted", "[::ffff:10.0.0.2]:40000", "198.51.100.9"},
+		// A translator chose that address, not the proxy: it is not
+		// inside 10.0.0.0/8, and is keyed as the IPv4 client it carries.
+		{"nat64_peer_not_a_trusted_ipv4_proxy", "[64:ff9b::10.0.0.2]:40000", "10.0.0.2"},
 		{"ipv6_peer_trusted", "[2001:db8:ffff::2]:40000", "198.51.100.9"},
 		{"zoned_peer_checked_without_zone", "[2001:db8:ffff::2%eth0]:40000", "198.51.100.9"},
 		{"peer_outside_prefix", "11.0.0.2:40000", "11.0.0.2"},

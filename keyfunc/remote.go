@@ -15,6 +15,14 @@ import (
 // by their /64 (see WithIPv6Prefix), so the key is "203.0.113.7" or
 // "ip6:2001:db8:1:2::/64".
 //
+// An IPv6 address that carries an IPv4 client is keyed by that client, as
+// a mapped one is: a NAT64 translator's (64:ff9b::a.b.c.d, and the
+// local-use 64:ff9b:1::/48 read at RFC 6052's /48 positions) and the
+// deprecated IPv4-compatible form (::a.b.c.d, but not :: or ::1), so the
+// IPv4 clients behind one translator do not share its /64. An address
+// inside 64:ff9b:1::/48 written under a longer prefix, whose IPv4 part
+// cannot be located, is keyed whole ("ip6:64:ff9b:1::c000:221/128").
+//
 // A RemoteAddr that is not "host:port" with an IP host (no port, a name,
 // a Unix socket's "@", garbage) yields an error wrapping ErrNoKey.
 //

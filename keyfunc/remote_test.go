@@ -18,6 +18,19 @@ func TestRemoteHost(t *testing.T) {
 		{"ipv6_loopback", nil, "[::1]:52139", "ip6:::/64"},
 		{"ipv6_zone_dropped", nil, "[fe80::1%eth0]:80", "ip6:fe80::/64"},
 		{"v4_mapped_ipv6_folded_to_v4", nil, "[::ffff:203.0.113.7]:80", "203.0.113.7"},
+		{"nat64_well_known_keyed_by_ipv4", nil, "[64:ff9b::203.0.113.7]:443", "203.0.113.7"},
+		{"nat64_well_known_ipv4_prefix_24", []Option{WithIPv4Prefix(24)}, "[64:ff9b::203.0.113.7]:443", "203.0.113.0/24"},
+		{"nat64_well_known_zone_dropped", nil, "[64:ff9b::203.0.113.7%eth0]:443", "203.0.113.7"},
+		{"outside_nat64_96_grouped_by_64", nil, "[64:ff9b::1:cb00:7107]:443", "ip6:64:ff9b::/64"},
+		// 192.0.2.33 is c0 00 | 02 21: bits 48-63, then 72-87 past the
+		// zero u-octet.
+		{"nat64_local_48_keyed_by_ipv4", nil, "[64:ff9b:1:c000:2:2100::]:443", "192.0.2.33"},
+		{"nat64_local_48_u_octet_set_keyed_whole", nil, "[64:ff9b:1:c000:ff02:2100::]:443", "ip6:64:ff9b:1:c000:ff02:2100::/128"},
+		{"nat64_local_longer_prefix_keyed_whole", nil, "[64:ff9b:1::c000:221]:443", "ip6:64:ff9b:1::c000:221/128"},
+		{"ipv4_compatible_keyed_by_ipv4", nil, "[::203.0.113.7]:80", "203.0.113.7"},
+		{"ipv4_compatible_lowest", nil, "[::2]:80", "0.0.0.2"},
+		{"ipv6_unspecified_not_ipv4_compatible", nil, "[::]:80", "ip6:::/64"},
+		{"ipv6_loopback_prefix_128", []Option{WithIPv6Prefix(128)}, "[::1]:80", "ip6:::1/128"},
 		{"ipv6_prefix_48", []Option{WithIPv6Prefix(48)}, "[2001:db8:1:2::1]:80", "ip6:2001:db8:1::/48"},
 		{"ipv6_prefix_128", []Option{WithIPv6Prefix(128)}, "[2001:db8::1]:80", "ip6:2001:db8::1/128"},
 		{"ipv4_prefix_24", []Option{WithIPv4Prefix(24)}, "203.0.113.7:80", "203.0.113.0/24"},
@@ -53,6 +66,35 @@ func TestRemoteHostIPv6RotationInsideSlash64(t *testing.T) {
 		checkKey(t, f, request(addr), want)
 	}
 	checkKey(t, f, request("[2001:db8:aa:bc::1]:1000"), "ip6:2001:db8:aa:bc::/64")
+}
+
+// TestRemoteHostTranslatedClientsKeptApart: IPv4 clients behind one
+// NAT64 translator, or with IPv4-compatible addresses, share a /64 but
+// are different clients, each with its own key.
+func TestRemoteHostTranslatedClientsKeptApart(t *testing.T) {
+	f := must(t)(RemoteHost())
+	for _, tt := range []struct {
+		name, a, b string
+	}{
+		{"nat64_well_known", "[64:ff9b::198.51.100.9]:1", "[64:ff9b::198.51.100.10]:1"},
+		{"nat64_local_48", "[64:ff9b:1:c633:64:900::]:1", "[64:ff9b:1:c633:64:a00::]:1"},
+		{"nat64_local_longer_prefix", "[64:ff9b:1:0:1::c633:6409]:1", "[64:ff9b:1:0:1::c633:640a]:1"},
+		{"ipv4_compatible", "[::198.51.100.9]:1", "[::198.51.100.10]:1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ka, err := f(request(tt.a))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kb, err := f(request(tt.b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ka == kb {
+				t.Fatalf("%s and %s share the key %q, want one each", tt.a, tt.b, ka)
+			}
+		})
+	}
 }
 
 func TestOptionsRejected(t *testing.T) {

@@ -16,7 +16,9 @@
 //
 // A denial is a [Decision] with Allowed false, never an error. Errors mean
 // bad input (a non-positive cost, an empty key), a closed store, a cancelled
-// context, or a store that could not answer.
+// context, or a store that could not answer. A decision that timed out or
+// was cancelled on its way through a remote store may still have been
+// charged (see [Store]).
 //
 //	p, err := limiter.NewPolicy("api", limiter.PerMinute(100), limiter.PerSecond(5))
 //	if err != nil {

@@ -56,6 +56,13 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 // the limit is refused without charge. Errors report a cost ≤ 0 or an empty
 // key (no state is created), a done context, or a store that could not
 // decide.
+//
+// An error from the store does not mean nothing was charged. A remote
+// store may apply the charge and then fail to answer in time: a decision
+// that timed out or was cancelled, or whose reply was lost, may still
+// count against the key. Only the errors found before the store is asked
+// (a cost ≤ 0, an empty key, a closed limiter, a context already done) are
+// sure to have charged nothing.
 func (l *Limiter) Allow(ctx context.Context, key string, cost int64) (Decision, error) {
 	return l.take(ctx, key, cost, false)
 }

@@ -30,8 +30,21 @@ const smallTable = 64
 //
 // Each shard keeps one table per window length, holding the counts of the
 // current window only, keyed by a 64-bit hash of (policy, key). When a
-// window passes, its table is dropped whole, at the next request that
-// touches it or at the next sweep: no timer runs per key.
+// window passes, its table's counts are dropped whole, at the next request
+// that touches it or at the next sweep: no timer runs per key.
+//
+// Each request is judged by its own instant, so a wall clock that steps,
+// by any amount either way, never locks a key out and never lends it more
+// than one window's extra budget. A request whose instant falls in the
+// window just before a table's (two clock reads raced across a boundary,
+// or the clock stepped back by up to a window) is decided and charged in
+// the table's window, so a count is never rewound; such requests are
+// charged less than one window early. A table from further ahead (the
+// clock stepped forward and was corrected, or stepped back by more than a
+// window) is stale: its counts are dropped and the current window starts.
+// A sweep frees the counts of ended windows without moving any table
+// forward, so one that reads a glitched clock costs at most the counts of
+// the windows then current.
 //
 // Memory is bounded by MaxKeys counters (a layered policy uses one counter
 // per window), enforced per shard as MaxKeys/Shards; the shard count is
@@ -204,11 +217,20 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (d Decision, err er
 	return d, nil
 }
 
-// prepare finds (or makes) the table of each of p's windows and moves it to
-// the window of now. A request whose instant falls before a table's current
-// window (its clock read raced another's, or the clock stepped back) is
-// decided in that current window: a count is never rewound. prepare returns
-// the instant to decide at.
+// prepare finds (or makes) the table of each of p's windows and brings it
+// to the window of the instant to decide at, which it returns.
+//
+// A table normally holds the window of now, or a past one, which is
+// dropped. A table one window ahead of now is what a racing clock read
+// leaves near a boundary (another request read a later instant and took
+// the lock first) or a step back of at most one window: the request is
+// decided in that table's window, so the new window's counts are never
+// rewound. A table further ahead can only come from a clock that was
+// wrong (stepped forward and since corrected, or now stepped back by more
+// than a window): its counts are stale and dropped, so that no glitch can
+// lock a key out for longer than one window. The windows of a layered
+// policy are all decided at one instant, the latest start among the tables
+// exactly one window ahead.
 func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTable) time.Time {
 	ms := now.UnixMilli()
 	if ms > msBound || ms < -msBound {
@@ -226,10 +248,12 @@ func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTabl
 	}
 	latest := ms
 	for i := range p.rates {
-		latest = max(latest, tabs[i].start)
+		if t := tabs[i]; ms < t.start && ms >= t.start-t.windowMs {
+			latest = max(latest, t.start)
+		}
 	}
 	for i := range p.rates {
-		if t := tabs[i]; latest >= t.end {
+		if t := tabs[i]; latest < t.start || latest >= t.end {
 			sh.drop(t, latest)
 		}
 	}
@@ -263,24 +287,40 @@ func (sh *memShard) table(windowMs, ms int64) *memTable {
 
 // drop forgets a table's counts and moves it to the window of ms.
 func (sh *memShard) drop(t *memTable, ms int64) {
-	sh.n -= t.counts.n
-	t.counts.reset()
+	sh.free(t)
 	t.id, t.start, t.end = WindowID(ms, t.windowMs)
 }
 
-// sweep drops every table whose window has passed at ms.
+// free forgets a table's counts, leaving its window as it is.
+func (sh *memShard) free(t *memTable) {
+	sh.n -= t.counts.n
+	t.counts.reset()
+}
+
+// sweep frees the counts of every table whose window has ended at ms. It
+// does not move the tables to ms's window: the next request does, as
+// prepare judges from its own instant. So a sweep that reads a clock
+// stepped forward costs at most the counts of the current windows, and
+// moves no table ahead of the requests that follow.
 func (sh *memShard) sweep(ms int64) {
 	for _, t := range sh.tables {
 		if ms >= t.end {
-			sh.drop(t, ms)
+			sh.free(t)
 		}
 	}
 }
 
-// makeRoom frees one counter in a full shard, never key h's: a past
-// window's if any, else an arbitrary one, counted as an eviction.
+// makeRoom frees one counter in a full shard, never key h's: a stale
+// window's if any, else an arbitrary one, counted as an eviction. Stale
+// are the windows that have ended at ms and those more than one window
+// ahead of it, which the next request to reach them would drop (see
+// prepare); ms is the instant being decided, whose own tables are neither.
 func (s *MemoryStore) makeRoom(sh *memShard, h uint64, ms int64) {
-	sh.sweep(ms)
+	for _, t := range sh.tables {
+		if ms >= t.end || ms < t.start-t.windowMs {
+			sh.free(t)
+		}
+	}
 	if sh.n < s.perShard {
 		return
 	}
@@ -341,7 +381,9 @@ func (s *MemoryStore) MaxKeys() int { return s.perShard * len(s.shards) }
 func (s *MemoryStore) Evictions() uint64 { return s.evictions.Load() }
 
 // Sweep frees the counters of every window that has passed by now. The
-// background sweep calls it; so may callers that disabled it.
+// background sweep calls it; so may callers that disabled it. It moves no
+// window forward (the next request does), so a Sweep at a wrong instant
+// costs at most the counts of the windows current then.
 func (s *MemoryStore) Sweep(now time.Time) {
 	ms := now.UnixMilli()
 	for i := range s.shards {

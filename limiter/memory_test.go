@@ -119,6 +119,29 @@ func TestMemoryStoreFullShardFreesPastWindowsFirst(t *testing.T) {
 	}
 }
 
+// TestMemoryStoreFullShardFreesStaleFutureWindowsFirst: counters that a
+// clock stepped forward left in a window far ahead are stale once the
+// clock is corrected, and go before any current counter.
+func TestMemoryStoreFullShardFreesStaleFutureWindowsFirst(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t, WithMaxKeys(8), WithShards(1))
+	minute := MustPolicy("m", PerMinute(5))
+	second := MustPolicy("s", PerSecond(5))
+	glitch := noon.Add(time.Hour)
+	for i := range 4 {
+		take(t, st, second, "s"+strconv.Itoa(i), glitch)
+	}
+	for i := range 8 {
+		take(t, st, minute, "m"+strconv.Itoa(i), noon)
+	}
+	if st.Evictions() != 0 {
+		t.Fatalf("evicted %d current counters while the glitched hour's could be freed", st.Evictions())
+	}
+	if d := take(t, st, minute, "m0", noon); d.Remaining != 3 {
+		t.Fatalf("m0 lost its count: remaining %d, want 3", d.Remaining)
+	}
+}
+
 func TestMemoryStoreEvictionNeverTakesTheRequestingKey(t *testing.T) {
 	t.Parallel()
 	st := newTestStore(t, WithMaxKeys(4), WithShards(1))
@@ -194,6 +217,23 @@ func TestMemoryStoreClockBehindChargesCurrentWindow(t *testing.T) {
 	}
 	if d := take(t, st, p, "k", noon.Add(time.Minute)); d.Allowed {
 		t.Fatal("third request in the 12:01 window admitted")
+	}
+}
+
+// TestMemoryStoreLayeredClockBehindChargesCurrentWindows: a late clock
+// read one window behind decides every window of a layered policy at the
+// start of the window the shard moved to, so neither count is rewound.
+func TestMemoryStoreLayeredClockBehindChargesCurrentWindows(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	p := MustPolicy("ms", PerMinute(3), PerSecond(2))
+	take(t, st, p, "k", noon.Add(time.Minute))
+	d := take(t, st, p, "k", noon.Add(time.Minute-time.Millisecond))
+	if !d.Allowed || d.Remaining != 0 || !d.ResetAt.Equal(noon.Add(time.Minute+time.Second)) {
+		t.Fatalf("late request: %+v, want charged to 12:01:00's windows, the second's spent", d)
+	}
+	if d := take(t, st, p, "k", noon.Add(time.Minute+time.Second)); !d.Allowed || d.Remaining != 0 || !d.ResetAt.Equal(noon.Add(2*time.Minute)) {
+		t.Fatalf("third request at 12:01:01: %+v, want admitted with the minute spent", d)
 	}
 }
 

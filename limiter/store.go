@@ -32,6 +32,13 @@ type Request struct {
 //
 // Stores namespace their state by Policy.ID, so policies with different
 // names or rates never share counters.
+//
+// An error from Take does not promise that nothing was charged. A store
+// across a network may apply the decision and then return an error, when
+// ctx is cancelled or its deadline passes while the reply is on its way,
+// or when the reply is lost: callers must treat a decision that timed out
+// or was cancelled as possibly charged. Errors for an invalid request
+// (ErrInvalidCost, ErrInvalidKey, ErrInvalidPolicy) charge nothing.
 type Store interface {
 	Take(ctx context.Context, req Request) (Decision, error)
 	// Reset forgets key's counters under p.

@@ -26,7 +26,8 @@
 // whatever they say.
 //
 // WithShadow decides, counts and sends headers but never refuses, so a new
-// limit can be watched before it is enforced. WithObserver sees every
+// limit can be watched before it is enforced; with several limiters it
+// stops at the first refusal too, charging exactly what enforcing would. WithObserver sees every
 // decision, error and key failure; package middleware/metrics turns them
 // into Prometheus metrics.
 //

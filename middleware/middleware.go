@@ -103,7 +103,8 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 }
 
 // ServeHTTP resolves every key first, so that a request whose identity is
-// incomplete charges nothing, then decides limiter by limiter.
+// incomplete charges nothing, then decides limiter by limiter up to the
+// first refusal, enforced or shadow.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := h.cfg
 	if c.exempt != nil && c.exempt(r) {
@@ -169,6 +170,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if !decided || moreRestrictive(&d, &best) {
 			best, decided = d, true
+		}
+		if outcome == ShadowDenied {
+			// Enforcing would have refused here and asked no later
+			// limiter, so shadow mode charges and reports nothing
+			// more: its counts and outcomes are the ones enforcing
+			// would make, not inflated by requests a refusal would
+			// have stopped.
+			break
 		}
 	}
 	if decided {

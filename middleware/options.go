@@ -168,6 +168,14 @@ func WithFailOpen() Option { return func(c *config) { c.failOpen = true } }
 // shadow_denied count, then enforce it. On a shadow denial the headers say
 // nothing remains but carry no Retry-After, since the response is not a
 // refusal. Refused requests are not charged, as when enforcing.
+//
+// With several limiters (WithLimiter), shadow mode stops where enforcing
+// would: at the first limiter that refuses, which is reported as
+// ShadowDenied; the limiters after it are neither asked nor charged. So
+// the counts and the shadow_denied outcomes are exactly those enforcing
+// would make, and the headers describe the refusal a 429 would have
+// carried. A later limiter's own shadow refusals therefore show only once
+// the earlier ones admit.
 func WithShadow() Option { return func(c *config) { c.shadow = true } }
 
 // WithObserver has f told of every decision, limiter error and key failure

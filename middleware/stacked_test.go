@@ -77,12 +77,13 @@ func TestTwoLimitersOneSetOfHeaders(t *testing.T) {
 	}
 }
 
-// In shadow mode every limiter is asked; the headers describe the refusal
-// that resets last.
-func TestTwoLimitersShadowPicksTheLongestRefusal(t *testing.T) {
+// In shadow mode, as when enforcing, the first refusal ends the decision:
+// the limiters after it are not charged, and the headers describe that
+// refusal, as the 429 would have, without Retry-After.
+func TestTwoLimitersShadowStopsAtTheFirstRefusal(t *testing.T) {
 	clk := newFakeClock(t0.Add(30 * time.Second))
 	perSecond := newLimiter(t, clk, "burst", limiter.PerSecond(1))
-	perMinute := newLimiter(t, clk, "steady", limiter.PerMinute(1))
+	perMinute := newLimiter(t, clk, "steady", limiter.PerMinute(2))
 	all := func(*http.Request) (string, error) { return "everyone", nil }
 	rec := &recorder{}
 	h := newMiddleware(t, perSecond, middleware.WithKey(all), middleware.WithLimiter(perMinute, all),
@@ -95,11 +96,86 @@ func TestTwoLimitersShadowPicksTheLongestRefusal(t *testing.T) {
 	}
 	wantHeaders(t, w, map[string]string{
 		"X-RateLimit-Limit": "1", "X-RateLimit-Remaining": "0",
-		"X-RateLimit-Reset": unix(t0.Add(time.Minute)), "Retry-After": "",
+		"X-RateLimit-Reset": unix(t0.Add(31 * time.Second)), "Retry-After": "",
 	})
-	want := []middleware.Outcome{middleware.ShadowDenied, middleware.ShadowDenied}
+	want := []middleware.Outcome{middleware.ShadowDenied}
 	if got := rec.outcomes(); !equalOutcomes(got, want) {
 		t.Errorf("outcomes = %v, want %v", got, want)
+	}
+	d, err := perMinute.Peek(context.Background(), "everyone", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Allowed || d.Remaining != 0 {
+		t.Errorf("steady after one admitted and one shadow-refused request: peek allowed %v remaining %d, want true and 0 (charged once)", d.Allowed, d.Remaining)
+	}
+}
+
+// TestShadowChargesWhatEnforcingCharges sends one sequence through an
+// enforcing and a shadow middleware, each with its own per-IP and
+// per-user limiters: after every request both have the same outcomes
+// (Denied in one is ShadowDenied in the other) and the same counts.
+func TestShadowChargesWhatEnforcingCharges(t *testing.T) {
+	clk := newFakeClock(t0.Add(10 * time.Second))
+	user, err := keyfunc.Header("X-User")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type side struct {
+		perIP, perUser *limiter.Limiter
+		rec            *recorder
+		h              http.Handler
+	}
+	mk := func(opts ...middleware.Option) *side {
+		s := &side{
+			perIP:   newLimiter(t, clk, "per-ip", limiter.PerMinute(4)),
+			perUser: newLimiter(t, clk, "per-user", limiter.PerMinute(2)),
+			rec:     &recorder{},
+		}
+		opts = append(opts, middleware.WithLimiter(s.perUser, user), middleware.WithObserver(s.rec.observe))
+		s.h = newMiddleware(t, s.perIP, opts...)(&okHandler{})
+		return s
+	}
+	enforce, shadow := mk(), mk(middleware.WithShadow())
+	users := []string{"ann", "ann", "ann", "bob", "bob", "cat", "ann", "dan"}
+	for i, u := range users {
+		enforce.rec.events, shadow.rec.events = nil, nil
+		call(enforce.h, "198.51.100.4:1", "X-User", u)
+		call(shadow.h, "198.51.100.4:1", "X-User", u)
+		got := shadow.rec.outcomes()
+		want := enforce.rec.outcomes()
+		for j := range want {
+			if want[j] == middleware.Denied {
+				want[j] = middleware.ShadowDenied
+			}
+		}
+		if !equalOutcomes(got, want) {
+			t.Fatalf("request %d (%s): shadow outcomes %v, enforcing %v", i+1, u, got, enforce.rec.outcomes())
+		}
+		for _, k := range []struct {
+			name string
+			lim  func(*side) *limiter.Limiter
+			key  string
+		}{
+			{"per-ip", func(s *side) *limiter.Limiter { return s.perIP }, "198.51.100.4"},
+			{"per-user", func(s *side) *limiter.Limiter { return s.perUser }, "hdr:X-User:" + u},
+		} {
+			de, err := k.lim(enforce).Peek(context.Background(), k.key, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, err := k.lim(shadow).Peek(context.Background(), k.key, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if de.Remaining != ds.Remaining || de.Allowed != ds.Allowed {
+				t.Fatalf("request %d (%s): %s %q: shadow remaining %d, enforcing %d", i+1, u, k.name, k.key, ds.Remaining, de.Remaining)
+			}
+		}
+	}
+	// The keys peeked above are the ones charged: ann spent her two.
+	if d, err := shadow.perUser.Peek(context.Background(), "hdr:X-User:ann", 1); err != nil || d.Allowed {
+		t.Fatalf("ann's per-user budget: peek %+v, %v; want refused", d, err)
 	}
 }
 

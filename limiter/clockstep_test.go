@@ -1,0 +1,133 @@
+package limiter_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/storetest"
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// memoryClockSteps are the clock faults of issue 9 against the memory
+// store, 2 per second unless a row says otherwise. Each row holds the
+// bound: after a step of any size, forward or back, a key is refused for
+// at most one window it should not be and given at most one window's extra
+// budget, and from the window after that it is admitted exactly its limit
+// in every window.
+var memoryClockSteps = []storetest.ClockStep{
+	{Name: "forward_1h_then_corrected", Phases: []storetest.Phase{
+		{At: 100 * time.Millisecond, Send: 3, Admit: 2},
+		{At: time.Hour + 100*time.Millisecond, Send: 3, Admit: 2, Reason: "the glitched hour is a fresh window"},
+		{At: 200 * time.Millisecond, Send: 3, Admit: 2, Reason: "the window the glitch left is far ahead: stale, dropped, the current window starts again"},
+		{At: 1200 * time.Millisecond, Every: time.Second, Times: 10, Send: 3, Admit: 2, Reason: "the full limit in every window after"},
+	}},
+	{Name: "forward_1h_then_corrected_layered", Policy: limiter.MustPolicy("steps", limiter.PerSecond(2), limiter.PerMinute(5)), Phases: []storetest.Phase{
+		{At: 100 * time.Millisecond, Send: 3, Admit: 2},
+		{At: time.Hour + 100*time.Millisecond, Send: 3, Admit: 2},
+		{At: 200 * time.Millisecond, Send: 3, Admit: 2, Reason: "both glitched windows dropped; 2 of the minute's 5 spent again"},
+		{At: 1200 * time.Millisecond, Send: 3, Admit: 2, Reason: "4 of the minute's 5"},
+		{At: 2200 * time.Millisecond, Send: 3, Admit: 1, Reason: "the minute is spent"},
+		{At: time.Minute + 200*time.Millisecond, Send: 3, Admit: 2, Reason: "a fresh minute"},
+	}},
+	{Name: "forward_1_window_then_corrected", Phases: []storetest.Phase{
+		{At: 100 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 1100 * time.Millisecond, Send: 3, Admit: 2, Reason: "the next window, fresh"},
+		{At: 200 * time.Millisecond, Send: 3, Admit: 0, Reason: "one window back: decided in the window already spent, as a racing read would be"},
+		{At: 1200 * time.Millisecond, Send: 3, Admit: 0},
+		{At: 2200 * time.Millisecond, Every: time.Second, Times: 5, Send: 3, Admit: 2, Reason: "over the two windows, exactly two windows' budget"},
+	}},
+	{Name: "back_1s", Phases: []storetest.Phase{
+		{At: 500 * time.Millisecond, Send: 3, Admit: 2},
+		{At: -500 * time.Millisecond, Send: 3, Admit: 0, Reason: "one window back is decided in the window already spent: no rewind"},
+		{At: 100 * time.Millisecond, Send: 3, Admit: 0, Reason: "the clock replays the spent window"},
+		{At: 1100 * time.Millisecond, Every: time.Second, Times: 5, Send: 3, Admit: 2},
+	}},
+	{Name: "back_10s", Phases: []storetest.Phase{
+		{At: 500 * time.Millisecond, Send: 3, Admit: 2},
+		{At: -9500 * time.Millisecond, Send: 3, Admit: 2, Reason: "the stored window is ten ahead: stale, the current window starts"},
+		{At: -8500 * time.Millisecond, Every: time.Second, Times: 12, Send: 3, Admit: 2, Reason: "the full limit in every window, through the replayed ones"},
+	}},
+	{Name: "back_10s_layered", Policy: limiter.MustPolicy("steps", limiter.PerSecond(2), limiter.PerMinute(5)), Phases: []storetest.Phase{
+		{At: 40500 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 30500 * time.Millisecond, Send: 3, Admit: 2, Reason: "the second's table is ten ahead: dropped; the minute's is current"},
+		{At: 31500 * time.Millisecond, Send: 3, Admit: 1, Reason: "the minute is spent"},
+		{At: time.Minute + 500*time.Millisecond, Send: 3, Admit: 2},
+	}},
+	{Name: "back_6s_across_a_minute_layered", Policy: limiter.MustPolicy("steps", limiter.PerSecond(2), limiter.PerMinute(5)), Phases: []storetest.Phase{
+		{At: 65500 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 59500 * time.Millisecond, Send: 3, Admit: 2, Reason: "the minute's table is one ahead: decided at 12:01:00, whose second is fresh; the second's table, six ahead, is dropped"},
+		{At: 60500 * time.Millisecond, Send: 3, Admit: 0, Reason: "the second 12:01:00 was spent at 12:00:59.5"},
+		{At: 61500 * time.Millisecond, Send: 3, Admit: 1, Reason: "the minute is spent"},
+		{At: 2*time.Minute + 500*time.Millisecond, Send: 3, Admit: 2},
+	}},
+	{Name: "back_window_plus_1ms_from_window_start", Phases: []storetest.Phase{
+		{At: 0, Send: 3, Admit: 2},
+		{At: -1001 * time.Millisecond, Send: 3, Admit: 2, Reason: "two windows back: the stored window is stale"},
+		{At: -1 * time.Millisecond, Send: 3, Admit: 2},
+		{At: time.Millisecond, Every: time.Second, Times: 3, Send: 3, Admit: 2},
+	}},
+	{Name: "back_window_plus_1ms_from_window_end", Phases: []storetest.Phase{
+		{At: 999 * time.Millisecond, Send: 3, Admit: 2},
+		{At: -2 * time.Millisecond, Send: 3, Admit: 0, Reason: "one window back: decided in the window already spent"},
+		{At: 500 * time.Millisecond, Send: 3, Admit: 0, Reason: "the clock replays the spent window"},
+		{At: time.Second, Every: time.Second, Times: 3, Send: 3, Admit: 2},
+	}},
+	{Name: "forward_a_day", Phases: []storetest.Phase{
+		{At: 500 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 24*time.Hour + 500*time.Millisecond, Every: time.Second, Times: 5, Send: 3, Admit: 2},
+	}},
+	{Name: "sweep_on_glitched_clock", Phases: []storetest.Phase{
+		{At: 100 * time.Millisecond, Send: 3, Admit: 2},
+		{At: time.Hour, Sweep: true},
+		{At: 200 * time.Millisecond, Send: 3, Admit: 2, Reason: "the sweep freed the current window's counts: one window's counts lost"},
+		{At: 1200 * time.Millisecond, Every: time.Second, Times: 60, Key: "fresh", Send: 1, Admit: 1, Reason: "1 per second under 2 per second is always admitted"},
+		{At: time.Minute + 200*time.Millisecond, Send: 3, Admit: 2},
+	}},
+}
+
+func newMemoryStepStore(sweep time.Duration) storetest.NewStore {
+	return func(t *testing.T, clk limiter.Clock) limiter.Store {
+		t.Helper()
+		st, err := limiter.NewMemoryStore(limiter.WithMemoryClock(clk), limiter.WithSweepInterval(sweep), limiter.WithShards(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+}
+
+func TestMemoryStoreClockSteps(t *testing.T) {
+	t.Parallel()
+	storetest.RunClockSteps(t, newMemoryStepStore(0), memoryClockSteps)
+}
+
+// TestMemoryStoreBackgroundSweepOnGlitchedClock: the background sweep
+// reads the store's clock while it is an hour ahead. Afterwards a fresh
+// key at 1 per second under 2 per second is admitted every time, and the
+// key whose counts the sweep freed gets at most one window's extra budget.
+func TestMemoryStoreBackgroundSweepOnGlitchedClock(t *testing.T) {
+	t.Parallel()
+	storetest.RunClockSteps(t, newMemoryStepStore(time.Millisecond), []storetest.ClockStep{
+		{Name: "forward_1h_swept_then_corrected", Phases: []storetest.Phase{
+			{At: 100 * time.Millisecond, Send: 3, Admit: 2},
+			{At: time.Hour, Do: waitSwept},
+			{At: 200 * time.Millisecond, Send: 3, Admit: 2, Reason: "the sweep freed the current window's counts"},
+			{At: 1200 * time.Millisecond, Every: time.Second, Times: 60, Key: "fresh", Send: 1, Admit: 1},
+			{At: time.Minute + 200*time.Millisecond, Send: 3, Admit: 2},
+		}},
+	})
+}
+
+// waitSwept waits, in real time, for the background sweep to run at the
+// clock's present instant: it has once every counter is freed.
+func waitSwept(e *storetest.Env) {
+	st := e.Store.(*limiter.MemoryStore)
+	deadline := time.Now().Add(10 * time.Second)
+	for st.Len() != 0 {
+		if time.Now().After(deadline) {
+			e.T.Fatalf("the background sweep never ran at %v: %d counters held", e.Clock.Now(), st.Len())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
