@@ -2,7 +2,7 @@ package limiter
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync/atomic"
 )
 
@@ -16,30 +16,51 @@ type Limiter struct {
 	closed atomic.Bool
 }
 
-// An Option configures New.
-type Option func(*Limiter)
+// An Option configures New. A nil Option, or an option given a nil
+// argument, is an error of New wrapping ErrInvalidOption.
+type Option func(*Limiter) error
 
 // WithStore sets the store (default: a new MemoryStore owned by the
 // limiter). The caller keeps ownership of a store it passes: Close does not
-// close it, so one store may serve several limiters.
-func WithStore(s Store) Option { return func(l *Limiter) { l.store = s } }
+// close it, so one store may serve several limiters. A nil store is an
+// error, not a request for the default: leave the option out for that.
+func WithStore(s Store) Option {
+	return func(l *Limiter) error {
+		if s == nil {
+			return fmt.Errorf("%w: WithStore: store is nil", ErrInvalidOption)
+		}
+		l.store = s
+		return nil
+	}
+}
 
 // WithClock sets the clock (default SystemClock). Tests pass a fake clock
 // to cross windows without sleeping.
-func WithClock(c Clock) Option { return func(l *Limiter) { l.clock = c } }
+func WithClock(c Clock) Option {
+	return func(l *Limiter) error {
+		if c == nil {
+			return fmt.Errorf("%w: WithClock: clock is nil", ErrInvalidOption)
+		}
+		l.clock = c
+		return nil
+	}
+}
 
 // New returns a limiter for p. Configuration errors are reported here, never
-// by a later call.
+// by a later call: a bad policy wraps ErrInvalidPolicy, a bad option
+// ErrInvalidOption.
 func New(p *Policy, opts ...Option) (*Limiter, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
 	l := &Limiter{policy: p, clock: SystemClock{}}
 	for _, o := range opts {
-		o(l)
-	}
-	if l.clock == nil {
-		return nil, errors.New("limiter: clock is nil")
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
+		if err := o(l); err != nil {
+			return nil, err
+		}
 	}
 	if l.store == nil {
 		s, err := NewMemoryStore(WithMemoryClock(l.clock))

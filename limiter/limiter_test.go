@@ -314,8 +314,21 @@ func TestNewErrors(t *testing.T) {
 	if _, err := New(&Policy{}); !errors.Is(err, ErrInvalidPolicy) {
 		t.Errorf("New(zero Policy) = %v, want ErrInvalidPolicy", err)
 	}
-	if _, err := New(tenPerMinute(), WithClock(nil)); err == nil {
-		t.Error("New with a nil clock succeeded")
+	options := []struct {
+		name string
+		opt  Option
+	}{
+		{"nil_clock", WithClock(nil)},
+		{"nil_store", WithStore(nil)},
+		{"nil_option", nil},
+	}
+	for _, tt := range options {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := New(tenPerMinute(), tt.opt)
+			if !errors.Is(err, ErrInvalidOption) {
+				t.Fatalf("New(%s) = %v, %v; want an error wrapping ErrInvalidOption", tt.name, l, err)
+			}
+		})
 	}
 }
 

@@ -44,7 +44,7 @@ type config struct {
 // fail records the first bad option for New to report.
 func (c *config) fail(option, problem string) {
 	if c.err == nil {
-		c.err = fmt.Errorf("%w: %s: %s", ErrInvalidConfig, option, problem)
+		c.err = fmt.Errorf("%w: %s: %s", ErrInvalidOption, option, problem)
 	}
 }
 
