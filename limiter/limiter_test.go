@@ -42,7 +42,7 @@ func allow(t testing.TB, l *Limiter, key string, cost int64) Decision {
 
 func tenPerMinute() *Policy { return MustPolicy("t", PerMinute(10)) }
 
-// The invariant table of seed 000, one test each.
+// The limiter's invariants, one test each.
 
 func TestAllowFirstTenAdmittedRemainingFalls(t *testing.T) {
 	t.Parallel()
@@ -209,7 +209,8 @@ func TestAllowEmptyKeyRefused(t *testing.T) {
 	}
 }
 
-// TestTickScenario is seed 002: limit 3 per 10 ticks (milliseconds here).
+// TestTickScenario walks limit 3 per 10 ticks (milliseconds here) tick by
+// tick.
 func TestTickScenario(t *testing.T) {
 	t.Parallel()
 	p := MustPolicy("ticks", Rate{Limit: 3, Window: 10 * time.Millisecond})
