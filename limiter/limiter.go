@@ -6,8 +6,36 @@ import (
 	"sync/atomic"
 )
 
-// A Limiter applies one Policy to many keys over a Store. Build one with
-// New; it is safe for concurrent use. The zero Limiter is not usable.
+// A Limiter controls how often each key (a client, a user, an API key) may
+// act, by counting in fixed windows. It applies one Policy to any number of
+// keys over a Store, in memory unless WithStore says otherwise.
+//
+// Windows are aligned to the Unix epoch, not to a key's first request: with
+// a one-minute window every key's count starts again at every UTC minute
+// (12:01:00.000, 12:02:00.000, ...), and a one-day window at 00:00 UTC. A
+// key holds one counter per window; the first request of a new window
+// finds the old count stale and starts from zero, so nothing runs per key
+// between requests.
+//
+// A fixed window admits up to twice its limit across a boundary: a client
+// may spend its whole budget at 12:00:59.9 and a fresh one at 12:01:00.0.
+// That is the algorithm, not a fault. Where it matters, layer a short
+// window under the long one, as in NewPolicy("api", PerMinute(100),
+// PerSecond(5)): a request is admitted only if every window has room, and
+// then every window is charged. The short window bounds how fast a burst
+// comes (here at most 10 in any second, across a second's boundary), not
+// the long window's worst case, which stays twice its limit.
+//
+// Call Allow once per request, with the request's cost (1, or a weight): it
+// decides and charges in one atomic step. A refusal is a Decision with
+// Allowed false and a nil error; RetryAfter says how long until the window
+// that refused starts again. Peek asks without charging; Reset forgets a
+// key. The limiter reads its clock once per decision (WithClock), so tests
+// cross windows by moving a fake clock instead of sleeping.
+//
+// Build a Limiter with New, and Close it when done to stop the in-memory
+// store's sweep. A Limiter is safe for concurrent use. The zero Limiter has
+// no policy and no store and is not usable.
 type Limiter struct {
 	policy *Policy
 	store  Store
