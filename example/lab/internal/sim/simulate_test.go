@@ -24,7 +24,7 @@ func simulateRows(t *testing.T, p *Pattern, cfg Config) map[string]row {
 	return out
 }
 
-// The edge pattern against 10 per second: the table in the README.
+// The edge pattern against 10 per second: the table in docs/lab.md.
 func TestSimulateEdge(t *testing.T) {
 	got := simulateRows(t, loadPattern(t, "edge.csv"), Config{Limit: 10, Window: time.Second})
 	want := map[string]row{
