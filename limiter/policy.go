@@ -98,7 +98,8 @@ type span struct {
 	ms, maxID int64
 }
 
-// NewPolicy validates the rates and returns a policy. An empty name becomes
+// NewPolicy validates the rates (see Rate for the bounds; errors wrap
+// ErrInvalidPolicy) and returns a policy. An empty name becomes
 // "default". Names are 1 to 64 characters of A-Z, a-z, 0-9, '_', '-' and
 // '.', because they appear in storage keys and response headers.
 func NewPolicy(name string, rates ...Rate) (*Policy, error) {
