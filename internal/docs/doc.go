@@ -1,5 +1,5 @@
 // Package docs keeps the Go blocks of README.md and docs/*.md building. It
-// has no code of its own, only a test:
+// has no code of its own, only tests:
 //
 //	go test ./internal/docs
 //
@@ -11,4 +11,6 @@
 // naming a runnable Example that must exist and hold every line of the
 // block, so that the page shows code that is compiled and run by go test.
 // A fragment that is neither belongs in a fence without go.
+//
+// README.md stays a front page: at most 8 KB, linking every file of docs/.
 package docs

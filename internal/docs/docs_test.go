@@ -275,3 +275,30 @@ func TestChecksCanFail(t *testing.T) {
 		}
 	})
 }
+
+// maxReadme is the most README.md may weigh: a front page that fits on a
+// screen or two, with the long form in docs/.
+const maxReadme = 8 << 10
+
+// TestReadmeFrontPage keeps README.md a front page: at most maxReadme
+// bytes, and a link to every file of docs/.
+func TestReadmeFrontPage(t *testing.T) {
+	root := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(readme) > maxReadme {
+		t.Errorf("README.md is %d bytes, want at most %d: move the long form to docs/", len(readme), maxReadme)
+	}
+	paths, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		link := "(docs/" + filepath.Base(p)
+		if !strings.Contains(string(readme), link+")") && !strings.Contains(string(readme), link+"#") {
+			t.Errorf("README.md does not link docs/%s", filepath.Base(p))
+		}
+	}
+}
