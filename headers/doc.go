@@ -12,6 +12,11 @@
 //	RateLimit-Policy: "api-1m";q=100;w=60, "api-1s";q=5;w=1
 //	RateLimit: "api-1s";r=0;t=1
 //
+// Header names are case-insensitive, and net/http sends each in canonical
+// form: X-RateLimit-Limit goes out as X-Ratelimit-Limit, and over HTTP/2
+// every name is lowercase (x-ratelimit-limit). Match them without case, as
+// Header.Get does; WithNames renames them.
+//
 // Write runs on every request, so it costs one allocation and no fmt.
 //
 // Typical use, outside the middleware (which calls these for you):

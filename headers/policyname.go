@@ -96,7 +96,7 @@ func newPolicyInfo(p *limiter.Policy) *policyInfo {
 func appendPolicyItem(b []byte, quoted string, limit int64, window time.Duration) []byte {
 	b = append(b, quoted...)
 	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, limit, 10)
+	b = strconv.AppendInt(b, sfInteger(limit), 10)
 	if window >= time.Second && window%time.Second == 0 {
 		b = append(b, ";w="...)
 		b = strconv.AppendInt(b, int64(window/time.Second), 10)

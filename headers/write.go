@@ -86,13 +86,19 @@ func (w *Writer) Write(h http.Header, d *limiter.Decision) {
 	var policyValue string
 	if w.draft {
 		// The decision's own instant: no second clock reading, and the
-		// store's clock when it has one (Redis's TIME).
+		// store's clock when it has one (Redis's TIME). A Decision not
+		// made by Decide (a custom middleware.Limiter's) has none: its
+		// DecidedAt is the Unix epoch, which would turn t into the
+		// reset's Unix time, so the writer's clock dates it instead. A
+		// decision really made in the epoch's first millisecond is taken
+		// for undated too: the same t, and the deciding window alone.
 		now := d.DecidedAt()
-		if d.Policy == nil { // a Decision not made by Decide
+		dated := d.Policy != nil && now.UnixMilli() != 0
+		if !dated {
 			now = w.clock.Now()
 		}
 		var s int
-		s, b, policyValue = w.appendDraft(b, d, now)
+		s, b, policyValue = w.appendDraft(b, d, now, dated)
 		add(w.names.RateLimit, s)
 	}
 	// The bytes are final: every value is a substring of one string that
@@ -140,8 +146,11 @@ func (w *Writer) writeLegacy(h http.Header, d *limiter.Decision) {
 }
 
 // appendDraft appends the RateLimit value of d to b and returns where it
-// starts, the new b and the RateLimit-Policy value.
-func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int, []byte, string) {
+// starts, the new b and the RateLimit-Policy value. An undated decision
+// (see Write) describes its deciding window only: the status of the
+// others is computed from the decision's instant, which it lacks, so
+// WithEveryWindow lists the deciding window alone for it.
+func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time, dated bool) (int, []byte, string) {
 	start := len(b)
 	n := d.NumWindows()
 	if n == 0 {
@@ -150,7 +159,7 @@ func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int,
 		return start, b, string(appendPolicyItem(nil, q, d.Limit, d.Window))
 	}
 	info := w.policies.get(d.Policy)
-	if !w.everyWindow {
+	if !w.everyWindow || !dated {
 		i := info.index(d.Window)
 		if i < 0 {
 			q := `"` + windowName(d.Policy, d.Window) + `"`
@@ -172,7 +181,14 @@ func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int,
 func appendService(b []byte, quoted string, remaining int64, untilReset time.Duration) []byte {
 	b = append(b, quoted...)
 	b = append(b, ";r="...)
-	b = strconv.AppendInt(b, remaining, 10)
+	b = strconv.AppendInt(b, sfInteger(remaining), 10)
 	b = append(b, ";t="...)
 	return strconv.AppendInt(b, ceilSeconds(untilReset), 10)
 }
+
+// sfInteger clamps n into 0 to limiter.MaxLimit, the non-negative
+// structured-field Integers (at most 15 digits). A policy's limits are
+// bounded by NewPolicy, so this changes nothing a limiter decided; it
+// keeps a custom Limiter's out-of-range numbers from making the whole
+// field unparseable.
+func sfInteger(n int64) int64 { return min(max(n, 0), limiter.MaxLimit) }

@@ -65,6 +65,11 @@ func New(opts ...Option) (*Writer, error) {
 // RateLimit names the deciding window only (the one closest to exhaustion,
 // or on a denial the refusing one that resets last), as the draft's
 // multiple-window example does; see WithEveryWindow.
+//
+// Every number is an RFC 9651 Integer, at most 15 digits: NewPolicy
+// bounds limits by limiter.MaxLimit, so what a limiter decides always
+// fits, and the numbers of a Decision made some other way are clamped
+// into 0 to limiter.MaxLimit.
 func WithDraftHeaders() Option {
 	return func(w *Writer) error {
 		w.draft = true
@@ -73,7 +78,9 @@ func WithDraftHeaders() Option {
 }
 
 // WithEveryWindow makes the draft RateLimit field list every window of a
-// layered policy, in the policy's order, rather than the deciding one. On
+// layered policy, in the policy's order, rather than the deciding one. A
+// Decision not made by limiter.Decide describes its deciding window only,
+// and is written as without this option. On
 // a denial a window that did not refuse may then announce a reset later
 // than Retry-After; the draft gives Retry-After precedence.
 func WithEveryWindow() Option {
@@ -133,8 +140,9 @@ func WithProblemJSON(typeURI, title string) Option {
 }
 
 // WithClock sets the clock that dates the draft reset parameter t for a
-// Decision that carries no instant of its own (one not made by
-// limiter.Decide); every decision a limiter returns is dated by its own
+// Decision that carries no instant of its own: one not made by
+// limiter.Decide, such as a custom middleware.Limiter's, whose DecidedAt
+// is the Unix epoch. Every decision a limiter returns is dated by its own
 // clock reading, DecidedAt. The default is the system clock.
 func WithClock(c limiter.Clock) Option {
 	return func(w *Writer) error {

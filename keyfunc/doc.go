@@ -16,7 +16,13 @@
 //	Principal(accessor)                     user:42
 //	RoutePattern()                          route:/users/{id}
 //	Join(a, b)                              join:11:203.0.113.7,17:route:/users/{id},
+//	First(a, b)                             the key of the first of a, b that resolves
 //	any key over the bound (256 bytes)      sha256:<64 hex digits>
+//
+// "By user when signed in, else by address", the most common rule, is
+// First(principal, remoteHost): the user's "user:42" when the accessor
+// reports one, the client's address otherwise. A user whose id looks like
+// an address still gets "user:203.0.113.7", never the address's budget.
 //
 // Addresses are normalized before they become keys: the port is dropped,
 // IPv4-mapped IPv6 folds to IPv4, as do the IPv6 forms that carry an IPv4

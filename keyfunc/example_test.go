@@ -113,3 +113,34 @@ func ExamplePrincipal() {
 	// true
 	// user:42 <nil>
 }
+
+// By user when signed in, else by address: the first alternative that
+// resolves keys the request, and the kinds' prefixes keep a user id from
+// ever matching an address.
+func ExampleFirst() {
+	type userKey struct{}
+	byUser, err := keyfunc.Principal(func(r *http.Request) (string, bool) {
+		id, ok := r.Context().Value(userKey{}).(string)
+		return id, ok
+	})
+	if err != nil {
+		panic(err)
+	}
+	byAddr, err := keyfunc.RemoteHost()
+	if err != nil {
+		panic(err)
+	}
+	key := keyfunc.First(byUser, byAddr)
+
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "203.0.113.7:52139"
+	fmt.Println(key(r)) // anonymous
+
+	for _, id := range []string{"42", "203.0.113.7"} {
+		fmt.Println(key(r.WithContext(context.WithValue(r.Context(), userKey{}, id))))
+	}
+	// Output:
+	// 203.0.113.7 <nil>
+	// user:42 <nil>
+	// user:203.0.113.7 <nil>
+}

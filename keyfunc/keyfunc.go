@@ -14,8 +14,9 @@ import (
 // Every Func of this package prefixes its keys with their kind ("ip6:",
 // "hdr:", "user:", "route:", "join:", "sha256:"), or gives a bare IPv4
 // address or prefix ("203.0.113.7"), which no prefixed key resembles, so
-// keys of two kinds never collide. A Func is safe for concurrent use. The zero Func is
-// nil and cannot be called; Join rejects it.
+// keys of two kinds never collide. First passes an alternative's key on
+// unchanged, so it keeps that promise. A Func is safe for concurrent use.
+// The zero Func is nil and cannot be called; Join and First reject it.
 type Func func(r *http.Request) (string, error)
 
 // Errors reported by this package. Test with errors.Is.

@@ -13,8 +13,9 @@ import (
 //
 // When the accessor reports false or an empty id, the Func returns an
 // error wrapping ErrNoKey: an anonymous request never shares one bucket
-// with every other anonymous request. Stack an IP-keyed limiter in front
-// for anonymous traffic. A nil accessor is a constructor error.
+// with every other anonymous request. To key signed-in users by their id
+// and anonymous clients by their address, give both to First:
+// First(principal, remoteHost). A nil accessor is a constructor error.
 func Principal(accessor func(*http.Request) (string, bool), opts ...Option) (Func, error) {
 	if accessor == nil {
 		return nil, fmt.Errorf("%w: nil principal accessor", ErrInvalidOption)
@@ -26,8 +27,12 @@ func Principal(accessor func(*http.Request) (string, bool), opts ...Option) (Fun
 	return func(r *http.Request) (string, error) {
 		id, ok := accessor(r)
 		if !ok || id == "" {
-			return "", fmt.Errorf("%w: no authenticated principal", ErrNoKey)
+			return "", errNoPrincipal
 		}
 		return bound("user:"+id, c.maxLen, c.hashAll), nil
 	}, nil
 }
+
+// errNoPrincipal is one value, not one per request: under First an
+// anonymous request meets it on its way to the next alternative.
+var errNoPrincipal = fmt.Errorf("%w: no authenticated principal", ErrNoKey)

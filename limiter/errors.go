@@ -2,11 +2,15 @@ package limiter
 
 import "errors"
 
-// Errors returned by this package. Policy errors wrap ErrInvalidPolicy with
-// the detail of what is wrong.
+// Errors returned by this package. Policy errors wrap ErrInvalidPolicy and
+// other constructor errors wrap ErrInvalidOption, with the detail of what
+// is wrong; test with errors.Is.
 var (
 	// ErrInvalidPolicy reports a policy that cannot be enforced.
 	ErrInvalidPolicy = errors.New("limiter: invalid policy")
+	// ErrInvalidOption reports a bad argument to New, NewMemoryStore or
+	// one of their options: a nil store or clock, a bound out of range.
+	ErrInvalidOption = errors.New("limiter: invalid option")
 	// ErrInvalidCost reports a cost of zero or less.
 	ErrInvalidCost = errors.New("limiter: cost must be > 0")
 	// ErrInvalidKey reports an empty key. Empty keys are refused rather

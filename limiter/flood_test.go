@@ -8,7 +8,7 @@ import (
 )
 
 // floodHeapBudget is the documented live heap per counter of the in-memory
-// store (README, "Performance"): BenchmarkHeapPerKey measures 33.6 B.
+// store (docs/performance.md, "Memory"): BenchmarkHeapPerKey measures 33.6 B.
 const floodHeapBudget = 40
 
 // TestFloodMillionKeysAtDefaultBound sends one request from each of

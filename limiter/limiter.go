@@ -2,12 +2,40 @@ package limiter
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync/atomic"
 )
 
-// A Limiter applies one Policy to many keys over a Store. Build one with
-// New; it is safe for concurrent use. The zero Limiter is not usable.
+// A Limiter controls how often each key (a client, a user, an API key) may
+// act, by counting in fixed windows. It applies one Policy to any number of
+// keys over a Store, in memory unless WithStore says otherwise.
+//
+// Windows are aligned to the Unix epoch, not to a key's first request: with
+// a one-minute window every key's count starts again at every UTC minute
+// (12:01:00.000, 12:02:00.000, ...), and a one-day window at 00:00 UTC. A
+// key holds one counter per window; the first request of a new window
+// finds the old count stale and starts from zero, so nothing runs per key
+// between requests.
+//
+// A fixed window admits up to twice its limit across a boundary: a client
+// may spend its whole budget at 12:00:59.9 and a fresh one at 12:01:00.0.
+// That is the algorithm, not a fault. Where it matters, layer a short
+// window under the long one, as in NewPolicy("api", PerMinute(100),
+// PerSecond(5)): a request is admitted only if every window has room, and
+// then every window is charged. The short window bounds how fast a burst
+// comes (here at most 10 in any second, across a second's boundary), not
+// the long window's worst case, which stays twice its limit.
+//
+// Call Allow once per request, with the request's cost (1, or a weight): it
+// decides and charges in one atomic step. A refusal is a Decision with
+// Allowed false and a nil error; RetryAfter says how long until the window
+// that refused starts again. Peek asks without charging; Reset forgets a
+// key. The limiter reads its clock once per decision (WithClock), so tests
+// cross windows by moving a fake clock instead of sleeping.
+//
+// Build a Limiter with New, and Close it when done to stop the in-memory
+// store's sweep. A Limiter is safe for concurrent use. The zero Limiter has
+// no policy and no store and is not usable.
 type Limiter struct {
 	policy *Policy
 	store  Store
@@ -16,30 +44,51 @@ type Limiter struct {
 	closed atomic.Bool
 }
 
-// An Option configures New.
-type Option func(*Limiter)
+// An Option configures New. A nil Option, or an option given a nil
+// argument, is an error of New wrapping ErrInvalidOption.
+type Option func(*Limiter) error
 
 // WithStore sets the store (default: a new MemoryStore owned by the
 // limiter). The caller keeps ownership of a store it passes: Close does not
-// close it, so one store may serve several limiters.
-func WithStore(s Store) Option { return func(l *Limiter) { l.store = s } }
+// close it, so one store may serve several limiters. A nil store is an
+// error, not a request for the default: leave the option out for that.
+func WithStore(s Store) Option {
+	return func(l *Limiter) error {
+		if s == nil {
+			return fmt.Errorf("%w: WithStore: store is nil", ErrInvalidOption)
+		}
+		l.store = s
+		return nil
+	}
+}
 
 // WithClock sets the clock (default SystemClock). Tests pass a fake clock
 // to cross windows without sleeping.
-func WithClock(c Clock) Option { return func(l *Limiter) { l.clock = c } }
+func WithClock(c Clock) Option {
+	return func(l *Limiter) error {
+		if c == nil {
+			return fmt.Errorf("%w: WithClock: clock is nil", ErrInvalidOption)
+		}
+		l.clock = c
+		return nil
+	}
+}
 
 // New returns a limiter for p. Configuration errors are reported here, never
-// by a later call.
+// by a later call: a bad policy wraps ErrInvalidPolicy, a bad option
+// ErrInvalidOption.
 func New(p *Policy, opts ...Option) (*Limiter, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
 	l := &Limiter{policy: p, clock: SystemClock{}}
 	for _, o := range opts {
-		o(l)
-	}
-	if l.clock == nil {
-		return nil, errors.New("limiter: clock is nil")
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
+		if err := o(l); err != nil {
+			return nil, err
+		}
 	}
 	if l.store == nil {
 		s, err := NewMemoryStore(WithMemoryClock(l.clock))

@@ -42,7 +42,7 @@ func allow(t testing.TB, l *Limiter, key string, cost int64) Decision {
 
 func tenPerMinute() *Policy { return MustPolicy("t", PerMinute(10)) }
 
-// The invariant table of seed 000, one test each.
+// The limiter's invariants, one test each.
 
 func TestAllowFirstTenAdmittedRemainingFalls(t *testing.T) {
 	t.Parallel()
@@ -209,7 +209,8 @@ func TestAllowEmptyKeyRefused(t *testing.T) {
 	}
 }
 
-// TestTickScenario is seed 002: limit 3 per 10 ticks (milliseconds here).
+// TestTickScenario walks limit 3 per 10 ticks (milliseconds here) tick by
+// tick.
 func TestTickScenario(t *testing.T) {
 	t.Parallel()
 	p := MustPolicy("ticks", Rate{Limit: 3, Window: 10 * time.Millisecond})
@@ -314,8 +315,21 @@ func TestNewErrors(t *testing.T) {
 	if _, err := New(&Policy{}); !errors.Is(err, ErrInvalidPolicy) {
 		t.Errorf("New(zero Policy) = %v, want ErrInvalidPolicy", err)
 	}
-	if _, err := New(tenPerMinute(), WithClock(nil)); err == nil {
-		t.Error("New with a nil clock succeeded")
+	options := []struct {
+		name string
+		opt  Option
+	}{
+		{"nil_clock", WithClock(nil)},
+		{"nil_store", WithStore(nil)},
+		{"nil_option", nil},
+	}
+	for _, tt := range options {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := New(tenPerMinute(), tt.opt)
+			if !errors.Is(err, ErrInvalidOption) {
+				t.Fatalf("New(%s) = %v, %v; want an error wrapping ErrInvalidOption", tt.name, l, err)
+			}
+		})
 	}
 }
 

@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"math/bits"
@@ -126,14 +125,14 @@ func NewMemoryStore(opts ...MemoryOption) (*MemoryStore, error) {
 	}
 	switch {
 	case cfg.shards <= 0 || cfg.shards > 1<<16:
-		return nil, fmt.Errorf("limiter: memory store: shards %d must be in [1, 65536]", cfg.shards)
+		return nil, fmt.Errorf("%w: memory store: shards %d must be in [1, 65536]", ErrInvalidOption, cfg.shards)
 	case cfg.maxKeys < MaxWindows:
-		return nil, fmt.Errorf("limiter: memory store: max keys %d must be ≥ %d (one key of a layered policy holds up to %d counters)",
-			cfg.maxKeys, MaxWindows, MaxWindows)
+		return nil, fmt.Errorf("%w: memory store: max keys %d must be ≥ %d (one key of a layered policy holds up to %d counters)",
+			ErrInvalidOption, cfg.maxKeys, MaxWindows, MaxWindows)
 	case cfg.sweep < 0:
-		return nil, fmt.Errorf("limiter: memory store: sweep interval %v must be ≥ 0", cfg.sweep)
+		return nil, fmt.Errorf("%w: memory store: sweep interval %v must be ≥ 0", ErrInvalidOption, cfg.sweep)
 	case cfg.clock == nil:
-		return nil, errors.New("limiter: memory store: clock is nil")
+		return nil, fmt.Errorf("%w: memory store: clock is nil", ErrInvalidOption)
 	}
 	// Every shard must hold at least MaxWindows counters, so that a full
 	// shard always has a counter of another key to evict.

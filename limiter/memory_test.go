@@ -50,6 +50,9 @@ func TestNewMemoryStoreErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("NewMemoryStore = %v, want error containing %q", err, tt.want)
 			}
+			if !errors.Is(err, ErrInvalidOption) {
+				t.Fatalf("NewMemoryStore = %v, want it to wrap ErrInvalidOption", err)
+			}
 		})
 	}
 }

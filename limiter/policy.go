@@ -15,11 +15,21 @@ const MaxWindows = 4
 // holds exactly. The Redis store computes with such numbers.
 const maxExactInteger int64 = 1 << 53
 
+// MaxLimit is the largest limit a Rate may have: 999,999,999,999,999, the
+// largest Integer of HTTP structured fields (RFC 9651 allows 15 digits).
+// The draft RateLimit and RateLimit-Policy headers carry a limit and a
+// remaining count, never more than the limit, as such Integers; bounding
+// the limit here keeps every header a policy produces parseable by a
+// strict parser, with no clamping at the writer.
+const MaxLimit int64 = 999_999_999_999_999
+
 // maxNameLen bounds a policy name; the name becomes part of storage keys
 // and of response headers.
 const maxNameLen = 64
 
-// A Rate admits Limit units of cost per Window. The zero Rate is invalid.
+// A Rate admits Limit units of cost per Window. Limit is 1 to MaxLimit;
+// Window is a whole number of milliseconds, at least 1 ms, and Limit ×
+// Window in ms is at most 2^53. The zero Rate is invalid.
 type Rate struct {
 	Limit  int64
 	Window time.Duration
@@ -41,7 +51,8 @@ func (r Rate) String() string {
 
 // validate checks the window before anything divides by its length in
 // milliseconds, then the limit, then that limit × window-in-ms stays within
-// 2^53 (tested by division, so nothing can overflow).
+// 2^53 (tested by division, so nothing can overflow), then that the limit
+// is at most MaxLimit.
 func (r Rate) validate() error {
 	if r.Window < time.Millisecond {
 		return fmt.Errorf("window %v is shorter than 1ms", r.Window)
@@ -54,6 +65,9 @@ func (r Rate) validate() error {
 	}
 	if r.Limit > maxExactInteger/r.Window.Milliseconds() {
 		return fmt.Errorf("limit %d per %v exceeds the exact integer budget (limit × window in ms must be ≤ 2^53)", r.Limit, r.Window)
+	}
+	if r.Limit > MaxLimit {
+		return fmt.Errorf("limit %d exceeds MaxLimit %d, the largest structured-field Integer", r.Limit, MaxLimit)
 	}
 	return nil
 }
@@ -84,7 +98,8 @@ type span struct {
 	ms, maxID int64
 }
 
-// NewPolicy validates the rates and returns a policy. An empty name becomes
+// NewPolicy validates the rates (see Rate for the bounds; errors wrap
+// ErrInvalidPolicy) and returns a policy. An empty name becomes
 // "default". Names are 1 to 64 characters of A-Z, a-z, 0-9, '_', '-' and
 // '.', because they appear in storage keys and response headers.
 func NewPolicy(name string, rates ...Rate) (*Policy, error) {

@@ -29,6 +29,9 @@ func TestNewPolicyValidation(t *testing.T) {
 		{"fractional_millisecond_window", "x", []Rate{{Limit: 1, Window: 1500 * time.Microsecond}}, "whole number of milliseconds"},
 		{"exact_budget_edge_ok", "x", []Rate{{Limit: 1 << 53 / 1000, Window: time.Second}}, ""},
 		{"exact_budget_exceeded", "x", []Rate{{Limit: 1<<53/1000 + 1, Window: time.Second}}, "exact integer budget"},
+		{"max_limit_ok", "x", []Rate{{Limit: MaxLimit, Window: time.Millisecond}}, ""},
+		{"sixteen_digit_limit", "huge", []Rate{{Limit: 1 << 53, Window: time.Millisecond}}, "exceeds MaxLimit"},
+		{"max_limit_plus_one", "x", []Rate{{Limit: MaxLimit + 1, Window: time.Millisecond}}, "exceeds MaxLimit 999999999999999"},
 		{"huge_limit_no_overflow", "x", []Rate{{Limit: 1<<63 - 1, Window: time.Duration(1<<63 - 1 - (1<<63-1)%int64(time.Millisecond))}}, "exact integer budget"},
 		{"duplicate_window", "x", []Rate{PerSecond(1), PerSecond(2)}, "two rates for window 1s"},
 		{"too_many_rates", "x", []Rate{PerSecond(1), PerMinute(2), PerHour(3), {Limit: 4, Window: 2 * time.Hour}, {Limit: 5, Window: 3 * time.Hour}}, "at most 4"},
@@ -111,6 +114,9 @@ func FuzzNewPolicy(f *testing.F) {
 			ms := r.Window.Milliseconds()
 			if r.Limit <= 0 || ms < 1 || r.Window%time.Millisecond != 0 {
 				t.Fatalf("accepted invalid rate %+v", r)
+			}
+			if r.Limit > MaxLimit {
+				t.Fatalf("accepted rate %+v whose limit has more than 15 digits", r)
 			}
 			if hi, lo := bits.Mul64(uint64(r.Limit), uint64(ms)); hi != 0 || lo > 1<<53 {
 				t.Fatalf("accepted rate %+v whose limit × window-ms exceeds 2^53", r)

@@ -1,5 +1,16 @@
 // Package middleware puts a fixed-window limiter in front of HTTP handlers.
 //
+// The common cases take one line:
+//
+//	r.Use(middleware.ByIP(100, time.Minute))                   // per client address
+//	r.Use(middleware.ByHeader("X-API-Key", 1000, time.Hour))   // per API key
+//	r.Use(middleware.ByPrincipal(userID, 100, time.Minute))    // per user, else per address
+//
+// They keep their counters in memory, start no goroutine and need no
+// Close. For everything else (layered windows, Redis shared between
+// replicas, several limits on one route, observers, the draft headers)
+// build a limiter.Limiter and call New.
+//
 // New returns the usual func(http.Handler) http.Handler, so the result
 // wraps a single route (mux.Handle("GET /x", mw(h))), a chi group (r.Use,
 // r.With) or a whole server. Settings are checked once, by New; a request
@@ -16,6 +27,9 @@
 //     wrapped handler when WithFailOpen is set;
 //   - the key could not be resolved: answers 400 (or a custom handler). A
 //     client without a key is never pooled into a bucket shared by all.
+//     Where anonymous clients are welcome, give the key function a
+//     fallback: WithKey(keyfunc.First(principal, remoteHost)) keys a
+//     signed-in user by id and anyone else by address.
 //
 // Several limits on one route (per client address and per user, say) are
 // given to one middleware with WithLimiter, not by stacking two

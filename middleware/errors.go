@@ -9,9 +9,9 @@ import (
 
 // Errors returned by this package.
 var (
-	// ErrInvalidConfig reports a bad argument to New or to one of its
+	// ErrInvalidOption reports a bad argument to New or to one of its
 	// options; the wrapping error says which.
-	ErrInvalidConfig = errors.New("middleware: invalid configuration")
+	ErrInvalidOption = errors.New("middleware: invalid option")
 )
 
 // errEmptyKey is what a key function that returned "" without an error is

@@ -44,15 +44,15 @@ type handler struct {
 // New returns middleware that limits requests with l, keyed by the client's
 // remote host unless WithKey says otherwise. Configuration errors (a nil
 // limiter or option argument, too many limiters, a bad header writer) are
-// reported here, wrapping ErrInvalidConfig, never by a request.
+// reported here, wrapping ErrInvalidOption, never by a request.
 func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 	if l == nil || l.Policy() == nil {
-		return nil, fmt.Errorf("%w: limiter is nil or has no policy", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: limiter is nil or has no policy", ErrInvalidOption)
 	}
 	c := &config{clock: limiter.SystemClock{}}
 	for _, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidConfig)
+			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
 		}
 		o(c)
 	}
@@ -68,7 +68,7 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 	}
 	c.rules = append([]rule{{lim: l, key: c.key}}, c.extra...)
 	if len(c.rules) > MaxLimiters {
-		return nil, fmt.Errorf("%w: %d limiters, at most %d", ErrInvalidConfig, len(c.rules), MaxLimiters)
+		return nil, fmt.Errorf("%w: %d limiters, at most %d", ErrInvalidOption, len(c.rules), MaxLimiters)
 	}
 	if c.headers == nil {
 		w, err := headers.New()

@@ -44,7 +44,7 @@ type config struct {
 // fail records the first bad option for New to report.
 func (c *config) fail(option, problem string) {
 	if c.err == nil {
-		c.err = fmt.Errorf("%w: %s: %s", ErrInvalidConfig, option, problem)
+		c.err = fmt.Errorf("%w: %s: %s", ErrInvalidOption, option, problem)
 	}
 }
 
@@ -145,7 +145,9 @@ func WithErrorHandler(f ErrorHandler) Option {
 
 // WithKeyErrorHandler replaces the default answer to a request whose key
 // could not be resolved: 400 Bad Request with a generic body. err wraps
-// keyfunc.ErrNoKey when the key function follows that contract.
+// keyfunc.ErrNoKey when the key function follows that contract. To limit
+// such requests by another key instead of answering them, use a key
+// function with a fallback, keyfunc.First.
 func WithKeyErrorHandler(f ErrorHandler) Option {
 	return func(c *config) {
 		if f == nil {

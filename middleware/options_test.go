@@ -48,8 +48,8 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 			if err == nil {
 				t.Fatalf("New returned no error (middleware %p); want one", mw)
 			}
-			if !errors.Is(err, middleware.ErrInvalidConfig) {
-				t.Errorf("New error = %v, want it to wrap ErrInvalidConfig", err)
+			if !errors.Is(err, middleware.ErrInvalidOption) {
+				t.Errorf("New error = %v, want it to wrap ErrInvalidOption", err)
 			}
 			if !strings.HasPrefix(err.Error(), "middleware: ") || !strings.Contains(err.Error(), tt.wantText) {
 				t.Errorf("New error = %q, want it to start with %q and mention %q", err, "middleware: ", tt.wantText)

@@ -107,8 +107,8 @@ func (r hammerResult) total() int {
 	return n
 }
 
-// write prints seed 004's shape: "200  x5", one line per status in
-// increasing order, then "40 requests in 0.59s".
+// write prints the summary docs/lab.md shows: "200  x5", one line per
+// status in increasing order, then "40 requests in 0.59s".
 func (r hammerResult) write(w io.Writer) {
 	codes := make([]int, 0, len(r.statuses))
 	for code := range r.statuses {

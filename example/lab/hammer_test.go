@@ -43,8 +43,8 @@ func limitedServer(t *testing.T, limit int64) *httptest.Server {
 
 var summaryLine = regexp.MustCompile(`^40 requests in \d+\.\d\ds$`)
 
-// Seed 004: against a limit of 5, forty requests eight at a time show
-// exactly five 200s.
+// Against a limit of 5, forty requests eight at a time show exactly five
+// 200s, as the hammer run in docs/lab.md does.
 func TestHammerShowsTheLimit(t *testing.T) {
 	srv := limitedServer(t, 5)
 	code, out, stderr := runLab(t, "hammer", "--url", srv.URL+"/api/fixed-window", "-n", "40", "-c", "8")

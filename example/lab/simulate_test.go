@@ -62,9 +62,9 @@ func TestSimulateGolden(t *testing.T) {
 	}
 }
 
-// Seed 004's table, byte for byte, for the four limiters it shows.
-func TestSimulateReproducesSeed004(t *testing.T) {
-	const seed = `pattern edge: 20 requests, limit 10 per second
+// The edge table, byte for byte, for four limiters chosen with --limiters.
+func TestSimulateEdgeTable(t *testing.T) {
+	const want = `pattern edge: 20 requests, limit 10 per second
 
 limiter        allowed  rejected  worst 1s
 none                20         0        20
@@ -73,12 +73,12 @@ sliding-log         10        10        10
 token-bucket        11         9        11
 `
 	code, got, stderr := runLab(t, "simulate", "--pattern", "edge", "--limiters", "none,fixed-window,sliding-log,token-bucket")
-	if code != 0 || got != seed {
-		t.Errorf("simulate --pattern edge: exit %d, stdout:\n%s\nstderr %q\nwant:\n%s", code, got, stderr, seed)
+	if code != 0 || got != want {
+		t.Errorf("simulate --pattern edge: exit %d, stdout:\n%s\nstderr %q\nwant:\n%s", code, got, stderr, want)
 	}
 }
 
-// Seed 004's exercise, run through the command: the edge moved to start at
+// The edge exercise, run through the command: the edge moved to start at
 // 0.50 s (a file the user edited) keeps all 20 requests inside the first
 // window, and the fixed window's worst second falls to the limit.
 func TestSimulateEdgeExerciseFile(t *testing.T) {

@@ -23,7 +23,9 @@ func TestMatchesMemoryStore(t *testing.T) {
 		{"layered_minute_and_second", limiter.MustPolicy("two", limiter.PerMinute(30), limiter.PerSecond(5))},
 		{"four_windows", limiter.MustPolicy("four", limiter.Rate{Limit: 3, Window: 250 * time.Millisecond},
 			limiter.PerSecond(7), limiter.Rate{Limit: 20, Window: 10 * time.Second}, limiter.PerMinute(50))},
-		{"big_limit_1ms_window", limiter.MustPolicy("big", limiter.Rate{Limit: 1 << 52, Window: 2 * time.Millisecond})},
+		// The largest limit (limiter.MaxLimit), on a window that brings
+		// limit × window-ms within 0.1% of the 2^53 budget.
+		{"big_limit_1ms_window", limiter.MustPolicy("big", limiter.Rate{Limit: limiter.MaxLimit, Window: 9 * time.Millisecond})},
 	}
 	for _, pc := range policies {
 		for _, mode := range []Pipelining{Batch, Plain} {

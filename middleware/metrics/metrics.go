@@ -16,9 +16,9 @@ var DefaultBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, 
 
 // Errors returned by this package.
 var (
-	// ErrInvalidConfig reports a bad argument to New or to one of its
+	// ErrInvalidOption reports a bad argument to New or to one of its
 	// options.
-	ErrInvalidConfig = errors.New("metrics: invalid configuration")
+	ErrInvalidOption = errors.New("metrics: invalid option")
 )
 
 // Metrics holds the collectors. Its Observe method is a
@@ -47,7 +47,7 @@ var nameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 func WithNamespace(ns string) Option {
 	return func(c *config) {
 		if !nameRE.MatchString(ns) {
-			c.fail(fmt.Errorf("%w: namespace %q is not a metric name", ErrInvalidConfig, ns))
+			c.fail(fmt.Errorf("%w: namespace %q is not a metric name", ErrInvalidOption, ns))
 		}
 		c.namespace = ns
 	}
@@ -58,11 +58,11 @@ func WithNamespace(ns string) Option {
 func WithBuckets(b []float64) Option {
 	return func(c *config) {
 		if len(b) == 0 {
-			c.fail(fmt.Errorf("%w: no buckets", ErrInvalidConfig))
+			c.fail(fmt.Errorf("%w: no buckets", ErrInvalidOption))
 		}
 		for i := 1; i < len(b); i++ {
 			if b[i] <= b[i-1] {
-				c.fail(fmt.Errorf("%w: bucket %v does not increase on %v", ErrInvalidConfig, b[i], b[i-1]))
+				c.fail(fmt.Errorf("%w: bucket %v does not increase on %v", ErrInvalidOption, b[i], b[i-1]))
 			}
 		}
 		c.buckets = append([]float64(nil), b...)
@@ -75,7 +75,7 @@ func WithBuckets(b []float64) Option {
 func WithReason(f func(error) string) Option {
 	return func(c *config) {
 		if f == nil {
-			c.fail(fmt.Errorf("%w: reason function is nil", ErrInvalidConfig))
+			c.fail(fmt.Errorf("%w: reason function is nil", ErrInvalidOption))
 		}
 		c.reason = f
 	}
@@ -90,7 +90,7 @@ func (c *config) fail(err error) {
 // New creates the collectors and registers them with reg.
 func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	if reg == nil {
-		return nil, fmt.Errorf("%w: registerer is nil", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: registerer is nil", ErrInvalidOption)
 	}
 	c := config{namespace: "ratelimit", buckets: DefaultBuckets, reason: Reason}
 	for _, o := range opts {

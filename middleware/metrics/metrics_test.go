@@ -155,8 +155,8 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := metrics.New(tt.reg, tt.opts...)
-			if !errors.Is(err, metrics.ErrInvalidConfig) {
-				t.Fatalf("New error = %v, want ErrInvalidConfig", err)
+			if !errors.Is(err, metrics.ErrInvalidOption) {
+				t.Fatalf("New error = %v, want ErrInvalidOption", err)
 			}
 			if !strings.HasPrefix(err.Error(), "metrics: ") {
 				t.Errorf("New error = %q, want the prefix %q", err, "metrics: ")

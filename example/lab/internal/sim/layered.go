@@ -8,8 +8,8 @@ import (
 )
 
 // LayeredParts is how many short windows the layered limiter cuts each long
-// window into (seed 003's mitigation: "limit per window plus limit/5 per
-// window/5").
+// window into: the layered limiter is "limit per window plus limit/5 per
+// window/5".
 const LayeredParts = 5
 
 // LayeredRates returns the two rates of the layered limiter for cfg: the
@@ -70,8 +70,8 @@ func newLayered(cfg Config, keys int) (Model, error) {
 // It is not L + L/m in general. With L = 10 and S = 2 per fifth it is 12
 // (= 6·S, which happens to equal L + L/5 because 5 divides 10). With L = 12,
 // S = ceil(12/5) = 3 it is 18, not 14.4 or 15. With L < 5, S = 1 and it is
-// 2L: a short layer that small cannot narrow the burst at all. Seed 003's
-// own example, 100 per minute with 5 per second, gives 200 = 2L for a
+// 2L: a short layer that small cannot narrow the burst at all. The classic
+// layering, 100 per minute with 5 per second, gives 200 = 2L for a
 // minute's span: sixty seconds of 5 hold more than 100, so the short layer
 // caps the burst inside any second (10 across a second boundary) but not
 // over the long window. In general the bound is below 2L when

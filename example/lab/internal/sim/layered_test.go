@@ -40,11 +40,11 @@ func TestLayeredBound(t *testing.T) {
 		{"twelve_rounded_up", limiter.PerSecond(12), limiter.Rate{Limit: 3, Window: 200 * time.Millisecond}, 18},
 		{"limit_one_no_help", limiter.PerSecond(1), limiter.Rate{Limit: 1, Window: 200 * time.Millisecond}, 2},
 		{"limit_three_no_help", limiter.PerSecond(3), limiter.Rate{Limit: 1, Window: 200 * time.Millisecond}, 6},
-		// Seed 003's own example: 5 per second lets a minute hold 300, so
+		// The classic layering, 100 per minute with 5 per second: 5 per second lets a minute hold 300, so
 		// the short layer caps bursts within a second (10 across a
 		// second boundary) but not the span of a minute, which still
 		// reaches 2 × 100.
-		{"seed_003_100_per_minute_5_per_second", limiter.PerMinute(100), limiter.PerSecond(5), 200},
+		{"classic_100_per_minute_5_per_second", limiter.PerMinute(100), limiter.PerSecond(5), 200},
 		{"short_limit_alone_reaches_long", limiter.PerSecond(4), limiter.Rate{Limit: 4, Window: 200 * time.Millisecond}, 8},
 	}
 	for _, tt := range tests {

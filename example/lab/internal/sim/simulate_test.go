@@ -24,7 +24,7 @@ func simulateRows(t *testing.T, p *Pattern, cfg Config) map[string]row {
 	return out
 }
 
-// Seed 004's table: the edge pattern against 10 per second.
+// The edge pattern against 10 per second: the table in docs/lab.md.
 func TestSimulateEdge(t *testing.T) {
 	got := simulateRows(t, loadPattern(t, "edge.csv"), Config{Limit: 10, Window: time.Second})
 	want := map[string]row{
@@ -41,7 +41,7 @@ func TestSimulateEdge(t *testing.T) {
 	}
 }
 
-// Seed 004's exercise: start the edge at 0.50 s instead of 0.90 s. All 20
+// The edge exercise: start the edge at 0.50 s instead of 0.90 s. All 20
 // requests now fall inside the window [0 s, 1 s), which admits 10, so the
 // fixed window's worst second falls to the limit.
 func TestSimulateEdgeExercise(t *testing.T) {
@@ -56,7 +56,7 @@ func TestSimulateEdgeExercise(t *testing.T) {
 	}
 }
 
-// More to try in seed 004: whatever the limit, the fixed window's worst
+// Whatever the limit, the fixed window's worst
 // second on the edge is a multiple of the limit (twice it, when the edge
 // holds enough requests).
 func TestSimulateEdgeWorstIsTwiceTheLimit(t *testing.T) {

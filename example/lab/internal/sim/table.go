@@ -13,8 +13,8 @@ import (
 // span, the figure the per-key limit bounds. When the layered limiter is
 // among the results, a last line gives its two rates and its bound.
 //
-// The widths follow the seed's table: 15 columns of name, then right-
-// aligned numbers under headers "allowed", "rejected" and the span's.
+// The layout is 15 columns of name, then right-aligned numbers under
+// headers "allowed", "rejected" and the span's.
 func WriteTable(w io.Writer, p *Pattern, cfg Config, results []Result) error {
 	bw := bufio.NewWriter(w)
 	keys := p.Keys()

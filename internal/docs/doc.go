@@ -1,0 +1,16 @@
+// Package docs keeps the Go blocks of README.md and docs/*.md building. It
+// has no code of its own, only tests:
+//
+//	go test ./internal/docs
+//
+// Every block fenced as go is either a complete program (package main),
+// which must pass go build and go vet, or starts with a line
+//
+//	// Mirrors ExampleX in path/to/x_test.go.
+//
+// naming a runnable Example that must exist and hold every line of the
+// block, so that the page shows code that is compiled and run by go test.
+// A fragment that is neither belongs in a fence without go.
+//
+// README.md stays a front page: at most 8 KB, linking every file of docs/.
+package docs

@@ -1,0 +1,58 @@
+package keyfunc
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// First returns a Func that tries alternatives in order and keys the
+// request by the first that resolves: "by user when signed in, else by
+// address" is
+//
+//	keyfunc.First(principal, remoteHost)
+//
+// with principal from Principal and remoteHost from RemoteHost. The key is
+// the alternative's own key, unchanged: a signed-in user is "user:42"
+// whichever address it comes from, and an anonymous client "203.0.113.7".
+// Since every Func of this package prefixes its keys with their kind, a
+// user whose id is "203.0.113.7" gets "user:203.0.113.7" and never shares
+// an anonymous address's budget. A Func of your own given to First must
+// keep that promise: prefix its keys with a kind no other alternative uses.
+//
+// An alternative that fails with an error wrapping ErrNoKey (or returns
+// "") is passed over. Any other error stops First and is returned,
+// wrapped: a principal lookup that broke should not quietly downgrade a
+// user to an address. When no alternative resolves, the error is the last
+// alternative's, wrapped, and so still matches ErrNoKey.
+//
+// First panics when given no alternative or a nil one: that is a
+// programming error, found when the Func is built, not on a request.
+func First(alternatives ...Func) Func {
+	if len(alternatives) == 0 {
+		panic("keyfunc: First needs at least one alternative")
+	}
+	for i, f := range alternatives {
+		if f == nil {
+			panic("keyfunc: First alternative " + strconv.Itoa(i) + " is nil")
+		}
+	}
+	fs := append([]Func(nil), alternatives...)
+	return func(r *http.Request) (string, error) {
+		var last error
+		for i, f := range fs {
+			k, err := f(r)
+			switch {
+			case err == nil && k != "":
+				return k, nil
+			case err == nil:
+				err = fmt.Errorf("%w: alternative %d returned an empty key", ErrNoKey, i)
+			case !errors.Is(err, ErrNoKey):
+				return "", fmt.Errorf("keyfunc: first alternative %d: %w", i, err)
+			}
+			last = err
+		}
+		return "", fmt.Errorf("keyfunc: none of %d alternatives resolved; the last: %w", len(fs), last)
+	}
+}
