@@ -30,6 +30,7 @@ soak:
 	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 15m -run TestSoak -v ./internal/soak
 
 lint:
+	./scripts/check-tree.sh
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(STATICCHECK) $(PKGS)
