@@ -1,6 +1,8 @@
-# Every target runs from the repository root.
+# Every target runs from the repository root. The lab (example/lab) is a
+# module of its own, joined to the root module by go.work, so PKGS names
+# its packages beside the root module's; bench/ is a module of its own too.
 GO       ?= go
-PKGS     ?= ./...
+PKGS     ?= ./... ./example/lab/...
 FUZZTIME ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
@@ -8,8 +10,11 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 # The whole suite, race detector on. The Redis-backed tests need a Redis
 # at 127.0.0.1:6379 and the redis-server binary: `redis` makes sure of both.
+# bench/'s tests need its peers' setups, so here they are only compiled
+# and vetted (make bench-peers runs them).
 test: redis
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	cd bench && $(GO) vet ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 $(PKGS)
