@@ -6,7 +6,7 @@ PKGS     ?= ./... ./example/lab/...
 FUZZTIME ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test bench bench-peers fuzz soak lint cover redis
+.PHONY: test test-oldest-go bench bench-peers fuzz soak lint cover redis
 
 # The whole suite, race detector on. The Redis-backed tests need a Redis
 # at 127.0.0.1:6379 and the redis-server binary: `redis` makes sure of both.
@@ -15,6 +15,14 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 test: redis
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	cd bench && $(GO) vet ./...
+
+# The library's tests on the oldest supported Go (go.mod's go line), out of
+# the workspace so that only the root go.mod's requirements are built, as a
+# consumer's build would. The toolchain comes from the module proxy on
+# first use. No race detector: make test runs it on the current Go.
+OLDEST_GO ?= go1.25.0
+test-oldest-go: redis
+	GOTOOLCHAIN=$(OLDEST_GO) GOWORK=off $(GO) test -count=1 -timeout 20m ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 $(PKGS)

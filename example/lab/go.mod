@@ -1,12 +1,12 @@
 module github.com/fixedwindow/ratelimit/example/lab
 
-go 1.26.0
+go 1.25.0
 
 replace github.com/fixedwindow/ratelimit => ../..
 
 require (
 	github.com/fixedwindow/ratelimit v0.0.0-00010101000000-000000000000
-	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/go-redis/v9 v9.22.0
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
 	pgregory.net/rapid v1.3.0
@@ -22,8 +22,9 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
-	go.uber.org/atomic v1.12.0 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
 )
