@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fixedwindow/ratelimit/example/lab/internal/sim"
 )
 
 // flagHelp speaks every flag error of a command in one voice: the flag as
@@ -35,7 +37,7 @@ func (h flagHelp) bad(name string, value any, problem string) error {
 	if !ok {
 		v = fmt.Sprint(value)
 		if d, isDur := value.(time.Duration); isDur {
-			v = shortDuration(d)
+			v = sim.ShortDuration(d)
 		}
 	}
 	return usageError{fmt.Errorf("%s %s: %s; %s", typed, quoteIfNeeded(v), problem, h.example(name, typed))}
@@ -205,18 +207,6 @@ func isBool(f *flag.Flag) bool {
 func quoteIfNeeded(s string) string {
 	if s == "" || strings.ContainsAny(s, " \t\"") {
 		return strconv.Quote(s)
-	}
-	return s
-}
-
-// shortDuration formats d without Go's trailing zero units: "1m", "30s".
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
 }

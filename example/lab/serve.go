@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/example/lab/internal/sim"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
@@ -78,7 +79,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 		return cfg, h.bad("store", cfg.store.Kind, "must be memory or redis")
 	}
 	if _, err := limiter.NewPolicy("fixed-window", limiter.Rate{Limit: cfg.limit, Window: cfg.window}); err != nil {
-		return cfg, h.bad("limit", cfg.limit, fmt.Sprintf("with --window %v: %v", shortDuration(cfg.window), err))
+		return cfg, h.bad("limit", cfg.limit, fmt.Sprintf("with --window %v: %v", sim.ShortDuration(cfg.window), err))
 	}
 	return cfg, nil
 }
