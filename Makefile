@@ -1,15 +1,28 @@
-# Every target runs from the repository root.
+# Every target runs from the repository root. The lab (example/lab) is a
+# module of its own, joined to the root module by go.work, so PKGS names
+# its packages beside the root module's; bench/ is a module of its own too.
 GO       ?= go
-PKGS     ?= ./...
+PKGS     ?= ./... ./example/lab/...
 FUZZTIME ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test bench bench-peers fuzz soak lint cover redis
+.PHONY: test test-oldest-go bench bench-peers fuzz soak lint cover redis
 
 # The whole suite, race detector on. The Redis-backed tests need a Redis
 # at 127.0.0.1:6379 and the redis-server binary: `redis` makes sure of both.
+# bench/'s tests need its peers' setups, so here they are only compiled
+# and vetted (make bench-peers runs them).
 test: redis
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	cd bench && $(GO) vet ./...
+
+# The library's tests on the oldest supported Go (go.mod's go line), out of
+# the workspace so that only the root go.mod's requirements are built, as a
+# consumer's build would. The toolchain comes from the module proxy on
+# first use. No race detector: make test runs it on the current Go.
+OLDEST_GO ?= go1.25.0
+test-oldest-go: redis
+	GOTOOLCHAIN=$(OLDEST_GO) GOWORK=off $(GO) test -count=1 -timeout 20m ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 $(PKGS)
@@ -30,6 +43,7 @@ soak:
 	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 15m -run TestSoak -v ./internal/soak
 
 lint:
+	./scripts/check-tree.sh
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(STATICCHECK) $(PKGS)

@@ -1,6 +1,6 @@
 module github.com/fixedwindow/ratelimit/bench
 
-go 1.26.0
+go 1.25.0
 
 replace github.com/fixedwindow/ratelimit => ../
 
@@ -9,7 +9,7 @@ require (
 	github.com/go-chi/httprate v0.16.1
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/maypok86/otter/v2 v2.4.0
-	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/go-redis/v9 v9.22.0
 	github.com/sethvargo/go-limiter v0.7.1
 	github.com/throttled/throttled/v2 v2.15.0
 	github.com/ulule/limiter/v3 v3.11.2
@@ -25,5 +25,5 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )

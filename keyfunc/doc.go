@@ -10,7 +10,7 @@
 // Keys carry the kind of identity as a prefix, so two kinds never collide;
 // an IPv4 address alone goes bare, since no prefixed key looks like one:
 //
-//	RemoteHost, TrustedProxy, ChiClientIP  203.0.113.7 (IPv4: the bare address)
+//	RemoteHost, TrustedProxy, ResolvedAddr 203.0.113.7 (IPv4: the bare address)
 //	                                        ip6:2001:db8:1:2::/64
 //	Header("X-API-Key")                     hdr:X-Api-Key:k-123
 //	Principal(accessor)                     user:42
@@ -35,6 +35,11 @@
 // only by TrustedProxy, and only when the direct peer is inside the
 // trusted prefixes given at construction; from anyone else they are
 // ignored.
+//
+// With chi, package keyfunc/chikey keys by the address chi's ClientIPFrom*
+// middleware resolved; it lives apart because chi's middleware package
+// registers /debug/pprof/ and /debug/vars, which importing keyfunc must not.
+// ResolvedAddr does the same for any other resolver.
 //
 // Typical use, keying by client behind a load balancer in 10.0.0.0/8:
 //

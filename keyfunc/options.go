@@ -19,7 +19,7 @@ const DefaultIPv6Prefix = 64
 // An Option configures a constructor of this package. Options that do not
 // concern a constructor are ignored by it: WithIPv4Prefix and
 // WithIPv6Prefix concern the address-based Funcs (RemoteHost,
-// TrustedProxy, ChiClientIP), WithMaxKeyLen and WithHashedValues the Funcs
+// TrustedProxy, ResolvedAddr), WithMaxKeyLen and WithHashedValues the Funcs
 // whose keys carry client-chosen text (Header, Principal). A nil Option is
 // a constructor error.
 type Option func(*config) error

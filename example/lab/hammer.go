@@ -67,27 +67,30 @@ func parseHammerFlags(args []string, stderr io.Writer) (hammerConfig, error) {
 	fs.IntVar(&cfg.n, "n", 40, fmt.Sprintf("requests to send, 1 to %d", maxHammerRequests))
 	fs.IntVar(&cfg.c, "c", 8, fmt.Sprintf("requests in flight at a time, 1 to %d", maxHammerConcurrency))
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "give up on a request after this long")
-	if err := parseFlags(fs, args, stderr,
+	h, err := parseFlags(fs, args, stderr, map[string]string{
+		"url": "http://127.0.0.1:8080/api/fixed-window", "n": "40", "c": "8", "timeout": "10s",
+	},
 		"Prints one line per status and a summary. A progress line goes to stderr",
-		"when it is a terminal and the run lasts over a second."); err != nil {
+		"when it is a terminal and the run lasts over a second.")
+	if err != nil {
 		return cfg, err
 	}
 	switch {
 	case cfg.n < 1 || cfg.n > maxHammerRequests:
-		return cfg, usageError{fmt.Errorf("-n %d: must be between 1 and %d", cfg.n, maxHammerRequests)}
+		return cfg, h.bad("n", cfg.n, fmt.Sprintf("must be from 1 to %d", maxHammerRequests))
 	case cfg.c < 1 || cfg.c > maxHammerConcurrency:
-		return cfg, usageError{fmt.Errorf("-c %d: must be between 1 and %d", cfg.c, maxHammerConcurrency)}
+		return cfg, h.bad("c", cfg.c, fmt.Sprintf("must be from 1 to %d", maxHammerConcurrency))
 	case cfg.timeout <= 0:
-		return cfg, usageError{fmt.Errorf("--timeout %v: must be > 0", cfg.timeout)}
+		return cfg, h.bad("timeout", cfg.timeout, "must be more than 0")
 	}
 	u, err := url.Parse(cfg.url)
 	switch {
 	case err != nil:
-		return cfg, usageError{fmt.Errorf("--url %q: not a URL", cfg.url)}
+		return cfg, h.bad("url", cfg.url, "not a URL")
 	case u.Scheme != "http" && u.Scheme != "https":
-		return cfg, usageError{fmt.Errorf("--url %q: want an http:// or https:// URL", cfg.url)}
+		return cfg, h.bad("url", cfg.url, "not an http:// or https:// URL")
 	case u.Host == "":
-		return cfg, usageError{fmt.Errorf("--url %q: no host", cfg.url)}
+		return cfg, h.bad("url", cfg.url, "no host")
 	}
 	return cfg, nil
 }

@@ -92,17 +92,17 @@ func TestHammerErrors(t *testing.T) {
 		msg  string // the whole of stderr
 	}{
 		{"refused", []string{"--url", "http://" + closed + "/api/fixed-window"}, 1, "lab hammer: " + closed + ": connection refused (is \"lab serve\" running?)\n"},
-		{"not_http", []string{"--url", "ftp://127.0.0.1/"}, 2, "lab hammer: --url \"ftp://127.0.0.1/\": want an http:// or https:// URL\n"},
-		{"no_scheme", []string{"--url", "127.0.0.1:8080"}, 2, "lab hammer: --url \"127.0.0.1:8080\": not a URL\n"},
-		{"no_host", []string{"--url", "http:///api"}, 2, "lab hammer: --url \"http:///api\": no host\n"},
-		{"not_a_url", []string{"--url", "http://[::1"}, 2, "lab hammer: --url \"http://[::1\": not a URL\n"},
-		{"n_zero", []string{"-n", "0"}, 2, "lab hammer: -n 0: must be between 1 and 100000\n"},
-		{"n_absurd", []string{"-n", "100000000"}, 2, "lab hammer: -n 100000000: must be between 1 and 100000\n"},
-		{"c_zero", []string{"-c", "0"}, 2, "lab hammer: -c 0: must be between 1 and 256\n"},
-		{"c_absurd", []string{"-c", "10000"}, 2, "lab hammer: -c 10000: must be between 1 and 256\n"},
-		{"timeout_zero", []string{"--timeout", "0s"}, 2, "lab hammer: --timeout 0s: must be > 0\n"},
-		{"unknown_flag", []string{"--rate", "5"}, 2, "lab hammer: flag provided but not defined: -rate\n"},
-		{"stray_argument", []string{"http://127.0.0.1/"}, 2, "lab hammer: unexpected argument \"http://127.0.0.1/\"\n"},
+		{"not_http", []string{"--url", "ftp://127.0.0.1/"}, 2, "lab hammer: --url ftp://127.0.0.1/: not an http:// or https:// URL; e.g. --url http://127.0.0.1:8080/api/fixed-window\n"},
+		{"no_scheme", []string{"--url", "127.0.0.1:8080"}, 2, "lab hammer: --url 127.0.0.1:8080: not a URL; e.g. --url http://127.0.0.1:8080/api/fixed-window\n"},
+		{"no_host", []string{"--url", "http:///api"}, 2, "lab hammer: --url http:///api: no host; e.g. --url http://127.0.0.1:8080/api/fixed-window\n"},
+		{"not_a_url", []string{"--url", "http://[::1"}, 2, "lab hammer: --url http://[::1: not a URL; e.g. --url http://127.0.0.1:8080/api/fixed-window\n"},
+		{"n_zero", []string{"-n", "0"}, 2, "lab hammer: -n 0: must be from 1 to 100000; e.g. -n 40\n"},
+		{"n_absurd", []string{"-n", "100000000"}, 2, "lab hammer: -n 100000000: must be from 1 to 100000; e.g. -n 40\n"},
+		{"c_zero", []string{"-c", "0"}, 2, "lab hammer: -c 0: must be from 1 to 256; e.g. -c 8\n"},
+		{"c_absurd", []string{"-c", "10000"}, 2, "lab hammer: -c 10000: must be from 1 to 256; e.g. -c 8\n"},
+		{"timeout_zero", []string{"--timeout", "0s"}, 2, "lab hammer: --timeout 0s: must be more than 0; e.g. --timeout 10s\n"},
+		{"unknown_flag", []string{"--rate", "5"}, 2, "lab hammer: --rate: no such flag; the flags are --c, --n, --timeout, --url\n"},
+		{"stray_argument", []string{"http://127.0.0.1/"}, 2, "lab hammer: unexpected argument \"http://127.0.0.1/\"; lab hammer takes flags only (lab hammer -h)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,12 @@
 //	go run ./example/lab simulate  # replay traffic on a fake clock
 //
 // Run "go run ./example/lab <command> -h" for a command's flags.
+//
+// go run does not pass a kill on to the program it built: to run the
+// server in the background and stop it with kill, build it first:
+//
+//	go build -o /tmp/lab ./example/lab && /tmp/lab serve &
+//	kill %1    # SIGTERM (or Ctrl-C, SIGINT): serve shuts down gracefully
 package main
 
 import (
@@ -69,28 +75,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lab %s: %v\n", args[0], err)
 		return 1
 	}
-}
-
-// parseFlags parses a command's flags: -h prints usage (the command line,
-// any notes, then the flags) to stderr and returns flag.ErrHelp; a bad flag
-// or a stray argument is a usageError.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, notes ...string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "usage: lab %s [flags]\n", fs.Name())
-			for _, n := range notes {
-				fmt.Fprintln(stderr, n)
-			}
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	}
-	return nil
 }
 
 // usageError marks bad flags or arguments: exit code 2.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/example/lab/internal/sim"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
@@ -54,23 +55,31 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.store.Kind, "store", "memory", "where counters live: memory or redis")
 	fs.StringVar(&cfg.store.RedisAddr, "redis-addr", "127.0.0.1:6379", "Redis `host:port`, for --store redis")
 	fs.BoolVar(&cfg.failOpen, "fail-open", false, "let requests through when the store fails, instead of answering 500")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	h, err := parseFlags(fs, args, stderr, map[string]string{
+		"addr": "127.0.0.1:8080", "limit": "10", "window": "1m", "store": "redis",
+		"redis-addr": "127.0.0.1:6379", "fail-open": "",
+	},
+		"Serves until SIGINT (Ctrl-C) or SIGTERM, then lets requests in flight finish.",
+		"With --store redis, Redis must answer PING at --redis-addr within 2s, or serve",
+		"exits with status 1 and one line naming the address and the cause. Once serving,",
+		"a Redis that goes away gets 500s (admissions with --fail-open) until it is back.")
+	if err != nil {
 		return cfg, err
 	}
 	switch {
 	case cfg.addr == "":
-		return cfg, usageError{errors.New("--addr must not be empty")}
+		return cfg, h.bad("addr", cfg.addr, "must not be empty")
 	case cfg.limit <= 0:
-		return cfg, usageError{fmt.Errorf("--limit %d: must be > 0", cfg.limit)}
+		return cfg, h.bad("limit", cfg.limit, "must be at least 1")
 	case cfg.window < time.Millisecond:
-		return cfg, usageError{fmt.Errorf("--window %v: must be at least 1ms", cfg.window)}
+		return cfg, h.bad("window", cfg.window, "must be at least 1ms")
 	case cfg.window%time.Millisecond != 0:
-		return cfg, usageError{fmt.Errorf("--window %v: must be a whole number of milliseconds", cfg.window)}
+		return cfg, h.bad("window", cfg.window, "must be a whole number of milliseconds")
 	case cfg.store.Kind != "memory" && cfg.store.Kind != "redis":
-		return cfg, usageError{fmt.Errorf("--store %q: must be memory or redis", cfg.store.Kind)}
+		return cfg, h.bad("store", cfg.store.Kind, "must be memory or redis")
 	}
 	if _, err := limiter.NewPolicy("fixed-window", limiter.Rate{Limit: cfg.limit, Window: cfg.window}); err != nil {
-		return cfg, usageError{fmt.Errorf("--limit %d --window %v: %w", cfg.limit, cfg.window, err)}
+		return cfg, h.bad("limit", cfg.limit, fmt.Sprintf("with --window %v: %v", sim.ShortDuration(cfg.window), err))
 	}
 	return cfg, nil
 }

@@ -23,19 +23,22 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		args    []string
 		wantMsg string
 	}{
-		{"limit_zero", []string{"--limit", "0"}, "--limit 0: must be > 0"},
-		{"limit_negative", []string{"--limit=-3"}, "--limit -3: must be > 0"},
-		{"limit_not_a_number", []string{"--limit", "ten"}, "-limit"},
-		{"window_zero", []string{"--window", "0"}, "--window 0s: must be at least 1ms"},
-		{"window_under_1ms", []string{"--window", "500us"}, "--window 500µs: must be at least 1ms"},
-		{"window_negative", []string{"--window", "-1m"}, "--window -1m0s: must be at least 1ms"},
-		{"window_not_whole_ms", []string{"--window", "1500us"}, "--window 1.5ms: must be a whole number of milliseconds"},
-		{"window_not_a_duration", []string{"--window", "soon"}, "-window"},
-		{"unknown_store", []string{"--store", "disk"}, `--store "disk": must be memory or redis`},
-		{"empty_addr", []string{"--addr", ""}, "--addr must not be empty"},
+		{"limit_zero", []string{"--limit", "0"}, "--limit 0: must be at least 1; e.g. --limit 10"},
+		{"limit_negative", []string{"--limit=-3"}, "--limit -3: must be at least 1; e.g. --limit 10"},
+		{"limit_not_a_number", []string{"--limit", "ten"}, "--limit ten: not a whole number; e.g. --limit 10"},
+		{"window_zero", []string{"--window", "0"}, "--window 0: must be at least 1ms; e.g. --window 1m"},
+		{"window_under_1ms", []string{"--window", "500us"}, "--window 500us: must be at least 1ms; e.g. --window 1m"},
+		{"window_negative", []string{"--window", "-1m"}, "--window -1m: must be at least 1ms; e.g. --window 1m"},
+		{"window_not_whole_ms", []string{"--window", "1500us"}, "--window 1500us: must be a whole number of milliseconds; e.g. --window 1m"},
+		{"window_not_a_duration", []string{"--window", "soon"}, "--window soon: not a duration; e.g. --window 1m"},
+		{"unknown_store", []string{"--store", "disk"}, "--store disk: must be memory or redis; e.g. --store redis"},
+		{"empty_addr", []string{"--addr", ""}, "--addr \"\": must not be empty; e.g. --addr 127.0.0.1:8080"},
 		{"limit_over_exact_budget", []string{"--limit", "9007199254740993", "--window", "1ms"}, "exact integer budget"},
-		{"unknown_flag", []string{"--burst", "3"}, "-burst"},
-		{"stray_argument", []string{"now"}, `unexpected argument "now"`},
+		{"unknown_flag", []string{"--burst", "3"}, "--burst: no such flag; the flags are --addr, --fail-open, --limit, --redis-addr, --store, --window"},
+		{"window_missing_value", []string{"--window"}, "--window: needs a value; e.g. --window 1m"},
+		{"single_dash_as_typed", []string{"-limit", "0"}, "-limit 0: must be at least 1; e.g. -limit 10"},
+		{"bool_not_bool", []string{"--fail-open=maybe"}, "--fail-open maybe: not true or false; e.g. --fail-open"},
+		{"stray_argument", []string{"now"}, "unexpected argument \"now\"; lab serve takes flags only (lab serve -h)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

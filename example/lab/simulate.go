@@ -71,36 +71,39 @@ func parseSimulateFlags(args []string, stderr io.Writer) (simulateConfig, error)
 	fs.DurationVar(&cfg.sim.Window, "window", time.Second, "window length, a whole number of milliseconds (a multiple of 5ms for layered)")
 	fs.StringVar(&cfg.plot, "plot", "", "also draw the timeline of admitted requests to `file`.svg or file.png")
 	fs.StringVar(&limiters, "limiters", strings.Join(sim.Names(), ","), "comma-separated limiters to run; the table keeps this order")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	h, err := parseFlags(fs, args, stderr, map[string]string{
+		"pattern": "edge", "limit": "10", "window": "1s", "plot": "edge.svg", "limiters": "fixed-window,sliding-log",
+	})
+	if err != nil {
 		return cfg, err
 	}
 	if l := cfg.sim.Limit; l < 1 || l > sim.MaxLimit {
-		return cfg, usageError{fmt.Errorf("--limit %d: must be between 1 and %d", l, sim.MaxLimit)}
+		return cfg, h.bad("limit", l, fmt.Sprintf("must be from 1 to %d", sim.MaxLimit))
 	}
 	if w := cfg.sim.Window; w < sim.MinWindow || w > sim.MaxWindow || w%time.Millisecond != 0 {
-		return cfg, usageError{fmt.Errorf("--window %v: must be a whole number of milliseconds from %v to %v", w, sim.MinWindow, sim.ShortDuration(sim.MaxWindow))}
+		return cfg, h.bad("window", w, fmt.Sprintf("must be a whole number of milliseconds from %v to %v", sim.MinWindow, sim.ShortDuration(sim.MaxWindow)))
 	}
 	for _, name := range strings.Split(limiters, ",") {
 		name = strings.TrimSpace(name)
 		switch {
 		case !slices.Contains(sim.Names(), name):
-			return cfg, usageError{fmt.Errorf("--limiters: unknown limiter %q; choose from %s", name, strings.Join(sim.Names(), ", "))}
+			return cfg, h.bad("limiters", limiters, fmt.Sprintf("unknown limiter %q (choose from %s)", name, strings.Join(sim.Names(), ", ")))
 		case slices.Contains(cfg.limiters, name):
-			return cfg, usageError{fmt.Errorf("--limiters: %s named twice", name)}
+			return cfg, h.bad("limiters", limiters, fmt.Sprintf("%s named twice", name))
 		}
 		cfg.limiters = append(cfg.limiters, name)
 	}
 	if slices.Contains(cfg.limiters, sim.Layered) {
 		if _, _, err := sim.LayeredRates(cfg.sim); err != nil {
-			return cfg, usageError{fmt.Errorf("--window %v: layered cuts the window into %d whole milliseconds; use a multiple of %dms, or leave layered out with --limiters",
-				cfg.sim.Window, sim.LayeredParts, sim.LayeredParts)}
+			return cfg, h.bad("window", cfg.sim.Window, fmt.Sprintf("layered cuts the window into %d whole milliseconds, so use a multiple of %dms, or leave layered out with --limiters",
+				sim.LayeredParts, sim.LayeredParts))
 		}
 	}
 	if cfg.plot != "" {
 		switch ext := strings.ToLower(filepath.Ext(cfg.plot)); ext {
 		case ".svg", ".png":
 		default:
-			return cfg, usageError{fmt.Errorf("--plot %s: unknown image type %q; use .svg or .png", cfg.plot, ext)}
+			return cfg, h.bad("plot", cfg.plot, fmt.Sprintf("unknown image type %q, use .svg or .png", ext))
 		}
 	}
 	return cfg, nil
@@ -116,7 +119,7 @@ func loadPattern(name string) (*sim.Pattern, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(name, `./\`) {
-			return nil, usageError{fmt.Errorf("--pattern %q: no such built-in pattern (%s) or file", name, strings.Join(builtinPatternNames(), ", "))}
+			return nil, usageError{fmt.Errorf("--pattern %s: no such built-in pattern or file; e.g. --pattern edge (built in: %s)", quoteIfNeeded(name), strings.Join(builtinPatternNames(), ", "))}
 		}
 		return nil, fmt.Errorf("pattern: %w", err)
 	}

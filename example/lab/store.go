@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/redisstore"
@@ -22,9 +24,12 @@ type storeConfig struct {
 	Clock limiter.Clock
 }
 
+// redisPingTimeout bounds the startup check of --store redis.
+const redisPingTimeout = 2 * time.Second
+
 // openStore opens the store cfg names. The returned function releases it;
 // call it once the server has stopped.
-func openStore(_ context.Context, cfg storeConfig) (limiter.Store, func() error, error) {
+func openStore(ctx context.Context, cfg storeConfig) (limiter.Store, func() error, error) {
 	clk := cfg.Clock
 	if clk == nil {
 		clk = limiter.SystemClock{}
@@ -37,12 +42,17 @@ func openStore(_ context.Context, cfg storeConfig) (limiter.Store, func() error,
 		}
 		return s, s.Close, nil
 	case "redis":
-		// The store fails closed (its default): when Redis is away each
+		// A lab should not serve a broken demo: Redis must answer PING
+		// before the server starts, or the command ends with one line
+		// naming the address and the cause (exit code 1). Once serving,
+		// the store fails closed (its default): when Redis goes away each
 		// decision ends within the store's 100ms timeout with an error
 		// wrapping redisstore.ErrUnavailable, which the middleware answers
-		// with a 5xx, or admits under --fail-open. Redis is not pinged
-		// here, so a server started while Redis is down serves (by that
-		// policy) and recovers by itself when Redis comes up.
+		// with a 5xx, or admits under --fail-open, and it recovers by
+		// itself when Redis comes back.
+		if err := checkRedis(ctx, cfg.RedisAddr); err != nil {
+			return nil, nil, err
+		}
 		c := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ContextTimeoutEnabled: true})
 		s, err := redisstore.New(c, redisstore.WithClock(clk))
 		if err != nil {
@@ -53,4 +63,25 @@ func openStore(_ context.Context, cfg storeConfig) (limiter.Store, func() error,
 	default:
 		return nil, nil, fmt.Errorf("store %q is not available in this build", cfg.Kind)
 	}
+}
+
+// checkRedis makes sure a Redis answers PING at addr within
+// redisPingTimeout. It dials first on its own, so that an address where
+// nothing listens fails with the dialer's one error rather than
+// go-redis's pool retrying and logging each attempt.
+func checkRedis(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, redisPingTimeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--redis-addr %s: no Redis answers there: %w", addr, err)
+	}
+	conn.Close()
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("--redis-addr %s: Redis does not answer PING: %w", addr, err)
+	}
+	return nil
 }

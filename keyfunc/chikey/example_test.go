@@ -1,4 +1,4 @@
-package keyfunc_test
+package chikey_test
 
 import (
 	"fmt"
@@ -9,12 +9,14 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/fixedwindow/ratelimit/keyfunc"
+	"github.com/fixedwindow/ratelimit/keyfunc/chikey"
 )
 
 // With chi, let chi's ClientIPFromXFF resolve the client and key by what
-// it found; RoutePattern reads the pattern of the route chi matched.
-func ExampleChiClientIP() {
-	client, err := keyfunc.ChiClientIP()
+// it found; keyfunc.RoutePattern reads the pattern of the route chi
+// matched.
+func ExampleClientIP() {
+	client, err := chikey.ClientIP()
 	if err != nil {
 		panic(err)
 	}

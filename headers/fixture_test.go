@@ -1,0 +1,63 @@
+package headers
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/internal/testfixture"
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// TestSharedHeaderScenarios writes the last decision of each scenario of
+// the top-level testdata/headers, which the middleware's tests serve too,
+// and compares the status and headers with the file's.
+func TestSharedHeaderScenarios(t *testing.T) {
+	files, err := testfixture.Glob("headers/*.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		sc, err := testfixture.ReadHeaderScenario(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			var rates []limiter.Rate
+			for _, r := range sc.Rates {
+				rates = append(rates, limiter.Rate{Limit: r.Limit, Window: r.Window})
+			}
+			clk := fakeclock.New(sc.Start)
+			l, err := limiter.New(limiter.MustPolicy(sc.Policy, rates...), limiter.WithClock(clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			var d limiter.Decision
+			for range sc.Requests {
+				if d, err = l.Allow(context.Background(), "client", 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			opts := []Option{WithClock(clk)}
+			if sc.Draft {
+				opts = append(opts, WithDraftHeaders())
+			}
+			w, err := New(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			if d.Allowed {
+				w.Write(rec.Header(), &d)
+			} else {
+				w.WriteDenied(rec, httptest.NewRequest(http.MethodGet, "/", nil), &d)
+			}
+			for _, diff := range sc.Check(rec.Code, rec.Header()) {
+				t.Errorf("%s: %s", file, diff)
+			}
+		})
+	}
+}

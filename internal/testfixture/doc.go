@@ -1,0 +1,10 @@
+// Package testfixture reads the fixtures under the repository's top-level
+// testdata/, which the tests of more than one package replay: traffic
+// patterns (testdata/traffic, read by the limiter's tests and the lab's
+// simulator) and header scenarios (testdata/headers, read by the headers
+// and middleware tests). One reader, so that every package sees a fixture
+// alike; each package's test states what it checks against it.
+//
+// It imports nothing of this module, so that any package's internal tests
+// may use it without an import cycle.
+package testfixture
