@@ -12,6 +12,14 @@
 // A policy's decision series are created, at zero, for every outcome when
 // its first event arrives, so that rates over them are defined at once.
 //
+// Importing this package imports Prometheus's client_golang/prometheus,
+// which imports expvar, and expvar registers /debug/vars on
+// http.DefaultServeMux: a program that serves DefaultServeMux to the
+// internet exposes its memory statistics there, with or without this
+// package, once it uses Prometheus. Serve your own mux, or put
+// /debug/vars behind authentication. The other packages of this module
+// register nothing (internal/sideeffects tests it).
+//
 // Use:
 //
 //	m, err := metrics.New(prometheus.DefaultRegisterer)
