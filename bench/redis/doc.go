@@ -23,4 +23,8 @@
 // server-cpu-ns/op adds up the three masters:
 //
 //	go test -run '^$' -bench Cluster -count 6 ./redis
+//
+// BenchmarkScriptCeiling, on a Cluster of its own, estimates what shapes of
+// script calls (one per decision, pipelines per node, one per slot) could
+// give, with a stand-in script lighter than the store's.
 package redis
