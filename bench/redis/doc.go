@@ -12,7 +12,19 @@
 // do not blur it), and the CPU time per decision of the benchmark process
 // (client-cpu-ns/op, getrusage) and of the Redis server (server-cpu-ns/op,
 // INFO cpu, which counts every client of that server). REDIS_ADDR points
-// the benchmarks at another server, such as a private one:
+// the single-node benchmarks at another server, such as a private one:
 //
 //	REDIS_ADDR=127.0.0.1:6394 go test -run '^$' -bench . -count 5 ./redis
+//
+// BenchmarkClusterAdmit starts its own three-master Redis Cluster on
+// loopback (redis-server and redis-cli must be installed), once for all its
+// sub-benchmarks and runs, and stops it at the end. There the commands are
+// counted on each node's client, so redirects would show, and
+// server-cpu-ns/op adds up the three masters:
+//
+//	go test -run '^$' -bench Cluster -count 6 ./redis
+//
+// BenchmarkScriptCeiling, on a Cluster of its own, estimates what shapes of
+// script calls (one per decision, pipelines per node, one per slot) could
+// give, with a stand-in script lighter than the store's.
 package redis

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -74,11 +75,42 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// serverCPU returns the CPU time the Redis server has used (INFO cpu).
-func serverCPU(b *testing.B, c *goredis.Client) time.Duration {
-	info, err := c.Info(context.Background(), "cpu").Result()
+// serverCPU returns the CPU time the Redis servers behind c have used
+// (INFO cpu): the one server of a single-node client, the sum over the
+// masters of a Cluster client.
+func serverCPU(b *testing.B, c goredis.UniversalClient) time.Duration {
+	ctx := context.Background()
+	cc, ok := c.(*goredis.ClusterClient)
+	if !ok {
+		return infoCPU(b, c.Info(ctx, "cpu"))
+	}
+	var (
+		mu  sync.Mutex
+		sum time.Duration
+	)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error {
+		info := n.Info(ctx, "cpu")
+		if err := info.Err(); err != nil {
+			return err
+		}
+		t := infoCPU(b, info)
+		mu.Lock()
+		sum += t
+		mu.Unlock()
+		return nil
+	})
 	if err != nil {
 		b.Fatal(err)
+	}
+	return sum
+}
+
+// infoCPU adds up used_cpu_sys and used_cpu_user of one INFO cpu reply.
+func infoCPU(b *testing.B, cmd *goredis.StringCmd) time.Duration {
+	info, err := cmd.Result()
+	if err != nil {
+		b.Error(err)
+		return 0
 	}
 	var t float64
 	for _, line := range strings.Split(info, "\n") {
@@ -96,7 +128,7 @@ func serverCPU(b *testing.B, c *goredis.Client) time.Duration {
 // reports decisions/s, commands per decision, and the CPU time per
 // decision of this process and of the Redis server (which includes any
 // other client of that server).
-func run(b *testing.B, c *goredis.Client, h *counter, decide func(ctx context.Context, key string) (bool, error), names []string) {
+func run(b *testing.B, c goredis.UniversalClient, h *counter, decide func(ctx context.Context, key string) (bool, error), names []string) {
 	b.Helper()
 	b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ReportAllocs()
@@ -137,11 +169,11 @@ func keyNames(prefix string) []string {
 // contender builds one limiter on a fresh client; limit is per hour.
 type contender struct {
 	name string
-	make func(b *testing.B, c *goredis.Client, limit int64) func(ctx context.Context, key string) (bool, error)
+	make func(b *testing.B, c goredis.UniversalClient, limit int64) func(ctx context.Context, key string) (bool, error)
 }
 
-func ours(mode redisstore.Pipelining) func(b *testing.B, c *goredis.Client, limit int64) func(context.Context, string) (bool, error) {
-	return func(b *testing.B, c *goredis.Client, limit int64) func(context.Context, string) (bool, error) {
+func ours(mode redisstore.Pipelining) func(b *testing.B, c goredis.UniversalClient, limit int64) func(context.Context, string) (bool, error) {
+	return func(b *testing.B, c goredis.UniversalClient, limit int64) func(context.Context, string) (bool, error) {
 		// The peers have no deadline but go-redis's 3s read timeout; the
 		// store gets the same, so a loaded machine measures speed, not
 		// the failure policy.
@@ -166,7 +198,7 @@ var contenders = []contender{
 	{"fixedwindow_batch", ours(redisstore.Batch)},
 	{"fixedwindow_plain", ours(redisstore.Plain)},
 	{"fixedwindow_autopipeline", ours(redisstore.AutoPipeline)},
-	{"redis_rate", func(b *testing.B, c *goredis.Client, limit int64) func(context.Context, string) (bool, error) {
+	{"redis_rate", func(b *testing.B, c goredis.UniversalClient, limit int64) func(context.Context, string) (bool, error) {
 		l := redis_rate.NewLimiter(c)
 		lim := redis_rate.PerHour(int(limit))
 		return func(ctx context.Context, key string) (bool, error) {
@@ -177,7 +209,7 @@ var contenders = []contender{
 			return r.Allowed > 0, nil
 		}
 	}},
-	{"ulule", func(b *testing.B, c *goredis.Client, limit int64) func(context.Context, string) (bool, error) {
+	{"ulule", func(b *testing.B, c goredis.UniversalClient, limit int64) func(context.Context, string) (bool, error) {
 		st, err := ululeredis.NewStoreWithOptions(c, ulule.StoreOptions{Prefix: "bench-ulule-" + strconv.FormatInt(time.Now().UnixNano(), 36)})
 		if err != nil {
 			b.Fatal(err)
