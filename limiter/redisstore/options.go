@@ -41,11 +41,14 @@ const (
 	// ServerClock decides with Redis's TIME, read inside the script: one
 	// clock for every replica, so boundaries agree exactly whatever the
 	// replicas' clocks say. Request.Now is ignored. Its failure mode is a
-	// Redis whose clock jumps (a failover to a node whose clock differs):
-	// a jump forward starts windows early; a jump back is absorbed, since
-	// a window stored later than TIME is decided in, never rewound. The
-	// over-limit cache converts between the two clocks with the offset it
-	// saw at the last round trip.
+	// Redis whose clock jumps (a failover to a node whose clock differs,
+	// an NTP step): a jump forward starts windows early; after a jump
+	// back, a window stored exactly one window ahead of TIME is decided
+	// in (at its start; a count is never rewound), and one stored further
+	// ahead is stale: the current window starts afresh, with a fresh
+	// expiry. Either way a step of any size costs a key at most one
+	// window of wrong answers. The over-limit cache converts between the
+	// two clocks with the offset it saw at the last round trip.
 	ServerClock
 )
 

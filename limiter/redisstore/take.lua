@@ -59,6 +59,17 @@ local function count(v)
   return c
 end
 
+-- windowID parses a stored window id: nil unless a plain whole number of
+-- at most 15 digits (ids are ms / window, below 10^15 until the year
+-- 33658), which Lua holds exactly, with no leading zero.
+local function windowID(v)
+  if type(v) ~= 'string' or #v > 15 or not string.find(v, '^%d+$')
+      or (#v > 1 and string.byte(v, 1) == 48) then
+    return nil
+  end
+  return tonumber(v)
+end
+
 -- With the application's clock every count is a plain string: one MGET
 -- reads all the keys of the call. known holds the counts this call has
 -- written since, for requests that repeat a key.
@@ -87,9 +98,14 @@ for _ = 1, nreq do
   end
 
   if server then
-    -- Read every window first: a stored window later than TIME's (the clock
-    -- stepped back, or a failover to a node whose clock lags) moves the
-    -- decision to that window; a count is never rewound.
+    -- Read every window first. A stored window id ahead of TIME's (Redis's
+    -- clock stepped back: an NTP step, a failover to a node whose clock
+    -- lags) follows the memory store's rule for a window ahead: exactly
+    -- one window ahead, it is the window a racing or slightly faster clock
+    -- already decides in, so the request is decided at that window's start
+    -- (a count is never rewound); further ahead, it is stale and the
+    -- current window starts afresh, with a fresh expiry. Either way a
+    -- step of any size costs at most one window of wrong answers.
     now = tnow
     local ws = {}
     for i = 1, n do
@@ -97,22 +113,15 @@ for _ = 1, nreq do
       if h.err then -- a foreign value of another type: corrupt
         h = {'corrupt', '-1'}
       end
-      ws[i] = tonumber(h[1])
+      ws[i] = windowID(h[1])
       found[i] = h[1] ~= false
       cnt[i] = count(h[2]) or 0
-      -- A window id must be a whole number no further ahead of TIME than
-      -- one window plus the expiry margin (a clock step back larger than
-      -- that would have found the key expired). Anything else is corrupt:
-      -- refused, nothing written, and never allowed to move the instant
-      -- decided at out of range.
-      local w = ws[i]
-      if w ~= nil and (w ~= math.floor(w) or w < 0 or w * wms[i] > tnow + wms[i] + margin) then
-        ws[i] = nil
-      end
+      -- Only a malformed id (not a plain whole number) is corrupt: refused,
+      -- nothing written, and never allowed to move the instant decided at.
       if found[i] and ws[i] == nil then
         cnt[i] = -1
       end
-      if ws[i] ~= nil and ws[i] * wms[i] > now then
+      if ws[i] ~= nil and ws[i] == math.floor(tnow / wms[i]) + 1 and ws[i] * wms[i] > now then
         now = ws[i] * wms[i]
       end
     end
