@@ -23,4 +23,10 @@ var (
 	// shape, or whose verdict disagrees with limiter.Decide. Either means a
 	// foreign script shares the name space or a bug: it is never a denial.
 	ErrBadReply = errors.New("redisstore: unexpected script reply")
+	// ErrCorruptValue reports, in an Event to the observer, a value in
+	// Redis that the store did not write (not a plain decimal count, a
+	// malformed window id, a value of another type). The key is refused
+	// until the value expires or is deleted; it is never an error of the
+	// decision, so FailOpen never admits because of it.
+	ErrCorruptValue = errors.New("redisstore: corrupt value")
 )

@@ -186,9 +186,9 @@ func WithFailurePolicy(f FailurePolicy) Option { return func(c *config) { c.fail
 // in-memory fallback of FailLocal (default 1). Use the replica count.
 func WithFallbackDivisor(n int) Option { return func(c *config) { c.divisor = int64(n) } }
 
-// WithObserver registers a function called on every change of health
-// (see Event). It runs synchronously on the path of a decision and must
-// not block.
+// WithObserver registers a function called on every change of health and
+// on every corrupt value a decision finds in Redis (see Event). It runs
+// synchronously on the path of a decision and must not block.
 func WithObserver(f func(Event)) Option { return func(c *config) { c.observer = f } }
 
 // WithBreaker sets the circuit breaker: it opens after failures

@@ -154,6 +154,7 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 		next, d, at, derr := s.cfg.decide(&req, &r)
 		if derr == nil {
 			s.stats.decisions.Add(1)
+			s.reportCorrupt(&req, &r)
 			s.cache.note(req.Policy, req.Key, next, at, req.Now)
 			return d, nil
 		}

@@ -41,18 +41,26 @@ local function int(x)
   return string.format('%.0f', x)
 end
 
--- count parses a stored count: nil when absent, -1 when corrupt. A
--- foreign value of the wrong type is treated as corrupt too (refused,
--- nothing written) rather than aborting the script, whose earlier requests
--- in the same call would then have been charged without an answer.
+-- count parses a stored count: nil when absent, -1 when corrupt. Only a
+-- plain decimal integer as INCRBY writes it (no sign, no leading zero, at
+-- most 18 digits: within INCRBY's range) is a count; anything else ("5.0",
+-- "1e1", " 5", "0x5", which Lua's tonumber would take but INCRBY refuses)
+-- is corrupt, as is a foreign value of the wrong type. Corruption is
+-- refused with nothing written rather than raised: an error would abort
+-- the script, whose other requests in the same call would then have been
+-- charged without an answer. A number is a count this call wrote.
 local function count(v)
   if v == false or v == nil then
     return nil
   end
-  local c = tonumber(v)
-  if c == nil or c < 0 or c ~= math.floor(c) then
+  if type(v) == 'number' then
+    return v
+  end
+  if type(v) ~= 'string' or #v > 18 or not string.find(v, '^%d+$')
+      or (#v > 1 and string.byte(v, 1) == 48) then
     return -1
   end
+  local c = tonumber(v)
   if c > exact then
     return exact
   end
@@ -109,13 +117,16 @@ for _ = 1, nreq do
     now = tnow
     local ws = {}
     for i = 1, n do
-      local h = redis.pcall('HMGET', KEYS[k + i - 1], 'w', 'c')
+      local key = KEYS[k + i - 1]
+      local h = redis.pcall('HMGET', key, 'w', 'c')
       if h.err then -- a foreign value of another type: corrupt
         h = {'corrupt', '-1'}
+      elseif h[1] == false and h[2] == false and redis.call('EXISTS', key) == 1 then
+        h = {'corrupt', '-1'} -- a foreign hash
       end
       ws[i] = windowID(h[1])
-      found[i] = h[1] ~= false
-      cnt[i] = count(h[2]) or 0
+      found[i] = h[1] ~= false or h[2] ~= false
+      cnt[i] = count(h[2]) or -1 -- a hash of ours has both fields
       -- Only a malformed id (not a plain whole number) is corrupt: refused,
       -- nothing written, and never allowed to move the instant decided at.
       if found[i] and ws[i] == nil then
