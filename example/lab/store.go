@@ -43,7 +43,7 @@ func openStore(_ context.Context, cfg storeConfig) (limiter.Store, func() error,
 		// with a 5xx, or admits under --fail-open. Redis is not pinged
 		// here, so a server started while Redis is down serves (by that
 		// policy) and recovers by itself when Redis comes up.
-		c := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ContextTimeoutEnabled: true})
+		c := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ContextTimeoutEnabled: true, MaxRetries: -1})
 		s, err := redisstore.New(c, redisstore.WithClock(clk))
 		if err != nil {
 			c.Close()

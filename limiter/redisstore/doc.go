@@ -2,7 +2,7 @@
 // replica of a service shares one limit: N replicas admit the limit, not N
 // times it.
 //
-//	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+//	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true, MaxRetries: -1})
 //	store, err := redisstore.New(client) // fail closed, 100ms per decision
 //	if err != nil {
 //		log.Fatal(err)
@@ -57,6 +57,17 @@
 // failing, and lets one probe through after a while: the store recovers
 // by itself when Redis is back. Each change of health is reported to the
 // observer (WithObserver).
+//
+// A decision is charged at most once. A reply lost after Redis ran the
+// script (a connection reset, a proxy restarting) is a failure of that
+// decision, answered by the FailurePolicy, never a second run: New refuses
+// a client that retries commands (ErrRetries). Set MaxRetries: -1, and on
+// a Cluster client MaxRedirects: -1 too (the store follows MOVED itself;
+// a redirected script ran nowhere). Refusing such clients was chosen over
+// an idempotent script because it needs no extra state in Redis nor a
+// request id per decision, and retrying a write that is not idempotent is
+// the fault. New cannot inspect a Ring or another UniversalClient: build
+// those with MaxRetries: -1 as well.
 //
 // With the HTTP middleware, pick one place to fail open: either the store
 // (FailOpen or FailLocal: the middleware sees no error) or the middleware's

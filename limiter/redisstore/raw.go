@@ -31,6 +31,7 @@ func (bt *batcher) evalRaw(ctx context.Context, cmd []any) ([]byte, error) {
 			b, err = bt.rawCall(ctx, cmd)
 		}
 		if err != nil {
+			err = deadlineErr(ctx, err)
 			s.lastErr.Store(&err)
 			return nil, err
 		}

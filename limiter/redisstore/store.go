@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/redis/go-redis/v9"
@@ -29,6 +31,8 @@ type Store struct {
 	fallback   *limiter.MemoryStore // FailLocal only
 	fbPolicies sync.Map             // *limiter.Policy → its policy at limit/divisor
 	fbCount    atomic.Int64         // entries in fbPolicies, at most maxCachedPolicies
+
+	cluster bool // a *redis.ClusterClient: the store follows redirects
 
 	health  atomic.Uint32
 	lastErr atomic.Pointer[error]
@@ -62,8 +66,11 @@ type Stats struct {
 
 // New returns a store on client, which may be a single node, a failover
 // (Sentinel) client or a Cluster client, built with ContextTimeoutEnabled so
-// that each decision's deadline reaches the socket. The store does not own
-// the client: close the client after the store.
+// that each decision's deadline reaches the socket, and with MaxRetries: -1
+// (a Cluster client also MaxRedirects: -1) so that a script whose reply was
+// lost is never run twice; New returns ErrContextTimeout or ErrRetries
+// otherwise. The store does not own the client: close the client after
+// the store.
 func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, ErrNilClient
@@ -78,7 +85,11 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if err := checkContextTimeout(client); err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize)}
+	if err := checkRetries(client); err != nil {
+		return nil, err
+	}
+	_, cluster := client.(*redis.ClusterClient)
+	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize), cluster: cluster}
 	s.breaker = s.newBreaker()
 	// Batches mix clients' keys in one script call: only a client that
 	// sends everything to one server may carry them (not a Cluster or a
@@ -115,6 +126,29 @@ func checkContextTimeout(c redis.UniversalClient) error {
 	case *redis.ClusterClient:
 		if !c.Options().ContextTimeoutEnabled {
 			return ErrContextTimeout
+		}
+	}
+	return nil
+}
+
+// checkRetries refuses a client that would send a script again after
+// losing its reply: Redis may have run it, and the retry would charge the
+// decision (or a whole batch) a second time. A *redis.Client retries up
+// to MaxRetries (3 unless set to -1); a *redis.ClusterClient retries a
+// command on a network error within its MaxRedirects loop, so it needs
+// MaxRedirects: -1 as well (the store follows MOVED itself, which is safe:
+// a redirected script did not run) and node clients without retries
+// (ClusterOptions.MaxRetries 0 or -1, the default). Other clients (Ring)
+// cannot be inspected: set MaxRetries: -1 on them.
+func checkRetries(c redis.UniversalClient) error {
+	switch c := c.(type) {
+	case *redis.Client:
+		if c.Options().MaxRetries > 0 { // -1 is stored as 0
+			return ErrRetries
+		}
+	case *redis.ClusterClient:
+		if o := c.Options(); o.MaxRetries > 0 || o.MaxRedirects > 0 {
+			return ErrRetries
 		}
 	}
 	return nil
@@ -160,8 +194,8 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 		}
 		err = derr
 	}
-	if ctx.Err() != nil {
-		return limiter.Decision{}, ctx.Err()
+	if cerr := ended(ctx); cerr != nil {
+		return limiter.Decision{}, cerr
 	}
 	return s.degrade(ctx, &req, err)
 }
@@ -199,14 +233,74 @@ func (s *Store) roundTrip(ctx, caller context.Context, keys []string, args []any
 	return s.breaker.Execute(func() (any, error) {
 		s.stats.roundTrips.Add(1)
 		v, err := takeScript.Run(ctx, s.run, keys, args...).Result()
+		// The client follows no redirect (see checkRetries) but has begun
+		// to reload the slot map; a redirected script did not run, so
+		// sending it again is safe.
+		for try := 1; err != nil && s.cluster && try <= maxRedirects && isRedirect(err) &&
+			pause(ctx, time.Duration(try)*10*time.Millisecond); try++ {
+			s.stats.roundTrips.Add(1)
+			v, err = takeScript.Run(ctx, s.run, keys, args...).Result()
+		}
 		if err != nil {
-			if caller.Err() != nil {
+			err = deadlineErr(ctx, err)
+			if ended(caller) != nil {
 				return nil, errCallerGone{err}
 			}
 			s.lastErr.Store(&err)
 		}
 		return v, err
 	})
+}
+
+// ended returns ctx's error, or DeadlineExceeded once its deadline has
+// passed: a socket read bounded by the deadline fails with a timeout of
+// its own a moment before the context's timer fires.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// deadlineErr makes err, a failed round trip on ctx, wrap
+// DeadlineExceeded when ctx's deadline has passed, whether the client
+// reported the context's error or its socket's timeout.
+func deadlineErr(ctx context.Context, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || ended(ctx) == nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+}
+
+// maxRedirects bounds how many times a script redirected by a Cluster
+// (MOVED, ASK, TRYAGAIN: none of which ran it) is sent again, as go-redis's
+// own default MaxRedirects does.
+const maxRedirects = 3
+
+// pause waits for d, or until ctx ends; it reports whether d passed.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// isRedirect tells a Cluster's answer that the script ran nowhere and may
+// be sent again.
+func isRedirect(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") || strings.HasPrefix(msg, "TRYAGAIN")
 }
 
 // boundedRoundTrip is roundTrip for go-redis's autopipeliner, whose
