@@ -3,6 +3,7 @@ package redisstore
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -28,7 +29,11 @@ const olShards = 64
 type olShard struct {
 	mu sync.Mutex
 	m  map[olKey]olEntry
-	_  [40]byte
+	// epoch counts the Resets of the shard's keys. A decision reads it
+	// before its round trip and note inserts nothing if it moved: a reply
+	// that lands after a Reset must not put back the key it cleared.
+	epoch atomic.Uint64
+	_     [32]byte
 }
 
 type olKey struct {
@@ -81,9 +86,18 @@ func (c *overLimit) lookup(p *limiter.Policy, key string, now time.Time, cost in
 	return d, !d.Allowed
 }
 
+// epochOf returns the Reset epoch of key's shard, for note.
+func (c *overLimit) epochOf(key string) uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.shard(key).epoch.Load()
+}
+
 // note records the states after a decision made by Redis at instant at
-// (Redis's time under ServerClock), if some window is full.
-func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindows]limiter.State, at, reqNow time.Time) {
+// (Redis's time under ServerClock), if some window is full and no Reset
+// of the shard has happened since epoch was read.
+func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindows]limiter.State, at, reqNow time.Time, epoch uint64) {
 	if c == nil {
 		return
 	}
@@ -105,6 +119,10 @@ func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindo
 	sh := c.shard(key)
 	e := olEntry{states: states, until: until, offset: at.Sub(reqNow)}
 	sh.mu.Lock()
+	if sh.epoch.Load() != epoch {
+		sh.mu.Unlock()
+		return
+	}
 	if len(sh.m) >= c.perShard {
 		for k, old := range sh.m {
 			if reqNow.Add(old.offset).UnixMilli() >= old.until {
@@ -118,7 +136,8 @@ func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindo
 	sh.mu.Unlock()
 }
 
-// forget drops key's entry under p.
+// forget drops key's entry under p and moves its shard's epoch, so that
+// no decision already in flight can record the key again.
 func (c *overLimit) forget(p *limiter.Policy, key string) {
 	if c == nil {
 		return
@@ -126,6 +145,7 @@ func (c *overLimit) forget(p *limiter.Policy, key string) {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	delete(sh.m, olKey{p, key})
+	sh.epoch.Add(1)
 	sh.mu.Unlock()
 }
 

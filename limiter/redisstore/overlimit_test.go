@@ -99,3 +99,41 @@ func TestOverLimitCacheBounded(t *testing.T) {
 		t.Fatalf("cached keys after 1000 full keys: got %d, want 1..128", n)
 	}
 }
+
+// TestResetRacingDecision: a decision whose reply lands after Reset (here
+// Reset runs between its round trip and its note in the over-limit cache)
+// cannot put the key back in the cache: once Reset has returned, the key's
+// next request is admitted, as Redis holds no count.
+func TestResetRacingDecision(t *testing.T) {
+	ctx := context.Background()
+	p := limiter.MustPolicy("resetrace", limiter.PerMinute(3))
+	for _, mode := range []Pipelining{Plain, Batch} {
+		t.Run(mode.String(), func(t *testing.T) {
+			clk := fakeclock.New(t0)
+			s := newStore(t, sharedClient(t), WithPipelining(mode), WithClock(clk))
+			l := newLimiter(t, p, s, clk)
+			for range 2 {
+				if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+					t.Fatalf("before: %+v, %v", d, err)
+				}
+			}
+			s.replyHook = func() {
+				s.replyHook = nil
+				if err := s.Reset(ctx, "k", p); err != nil {
+					t.Errorf("Reset: %v", err)
+				}
+			}
+			// The third request fills the window; Reset lands before its
+			// reply is noted.
+			if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+				t.Fatalf("racing request: %+v, %v", d, err)
+			}
+			if s.replyHook != nil {
+				t.Fatal("the hook did not run")
+			}
+			if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+				t.Fatalf("after Reset: %+v, %v; want admitted (cached keys %d)", d, err, s.CachedKeys())
+			}
+		})
+	}
+}

@@ -34,6 +34,10 @@ type Store struct {
 
 	cluster bool // a *redis.ClusterClient: the store follows redirects
 
+	// replyHook, when set by a test, runs between a decision's round trip
+	// and its note in the over-limit cache.
+	replyHook func()
+
 	health  atomic.Uint32
 	lastErr atomic.Pointer[error]
 	closed  atomic.Bool
@@ -177,6 +181,7 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 		r   result
 		err error
 	)
+	epoch := s.cache.epochOf(req.Key)
 	if s.batch != nil {
 		r, err = s.batch.do(ctx, &req)
 	} else {
@@ -184,12 +189,15 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 		err = s.single(tctx, ctx, &req, &r)
 		cancel()
 	}
+	if s.replyHook != nil {
+		s.replyHook()
+	}
 	if err == nil {
 		next, d, at, derr := s.cfg.decide(&req, &r)
 		if derr == nil {
 			s.stats.decisions.Add(1)
 			s.reportCorrupt(&req, &r)
-			s.cache.note(req.Policy, req.Key, next, at, req.Now)
+			s.cache.note(req.Policy, req.Key, next, at, req.Now, epoch)
 			return d, nil
 		}
 		err = derr
@@ -372,8 +380,10 @@ func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
 }
 
 // Reset forgets key's counters under p, in Redis and in the over-limit
-// cache of this store. Other replicas' over-limit caches keep refusing the
-// key until the window they saw full ends. Under AppClock the current
+// cache of this store: once it returns, this store admits the key's next
+// request, even if a decision that started before Reset answers after it.
+// Other replicas' over-limit caches keep refusing the key until the window
+// they saw full ends. Under AppClock the current
 // windows are found with the store's clock, and the windows either side of
 // them are deleted too, for replicas whose clocks differ.
 func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy) error {
@@ -402,7 +412,12 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy) error 
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
-	if err := s.client.Del(tctx, keys...).Err(); err != nil {
+	err := s.client.Del(tctx, keys...).Err()
+	// A decision whose script ran before the DEL may have recorded the
+	// key since the first forget: forget again, which also keeps out
+	// any decision still in flight.
+	s.cache.forget(p, key)
+	if err != nil {
 		return fmt.Errorf("redisstore: reset: %w", err)
 	}
 	if s.fallback != nil {
