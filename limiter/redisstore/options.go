@@ -47,8 +47,9 @@ const (
 	// in (at its start; a count is never rewound), and one stored further
 	// ahead is stale: the current window starts afresh, with a fresh
 	// expiry. Either way a step of any size costs a key at most one
-	// window of wrong answers. The over-limit cache converts between the
-	// two clocks with the offset it saw at the last round trip.
+	// window of wrong answers. The over-limit cache times its entries
+	// from Redis's time at the decision on the monotonic clock, so no step
+	// of the application's clock keeps a key refused past Redis's window.
 	ServerClock
 )
 

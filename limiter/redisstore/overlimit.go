@@ -18,10 +18,18 @@ import (
 // with the caller's string) plus about 100 bytes. A full shard first drops
 // its expired entries; if it is still full, the new entry is not kept,
 // which costs only round trips.
+//
+// Under ServerClock an entry's windows are Redis's, and the application's
+// clock says nothing about them: an app clock stepped back would keep a
+// key refused after Redis's window ended, for as long as the step. Such
+// entries keep Redis's time at the decision and read how much has passed
+// since on the monotonic clock, which no step moves.
 type overLimit struct {
 	seed     maphash.Seed
 	shards   [olShards]olShard
 	perShard int
+	server   bool                 // ServerClock: entries age on mono
+	mono     func() time.Duration // monotonic time; a test may set it
 }
 
 const olShards = 64
@@ -44,14 +52,18 @@ type olKey struct {
 type olEntry struct {
 	states [limiter.MaxWindows]limiter.State
 	until  int64 // ms, in the store's time base, when the last full window ends
-	offset time.Duration
+	// ServerClock: Redis's time at the decision, and mono then.
+	at   time.Time
+	mono time.Duration
 }
 
-func newOverLimit(size int) *overLimit {
+func newOverLimit(size int, server bool) *overLimit {
 	if size == 0 {
 		return nil
 	}
-	c := &overLimit{seed: maphash.MakeSeed(), perShard: max(1, size/olShards)}
+	start := time.Now()
+	c := &overLimit{seed: maphash.MakeSeed(), perShard: max(1, size/olShards), server: server,
+		mono: func() time.Duration { return time.Since(start) }}
 	for i := range c.shards {
 		c.shards[i].m = make(map[olKey]olEntry)
 	}
@@ -63,8 +75,8 @@ func (c *overLimit) shard(key string) *olShard {
 }
 
 // lookup answers a request for a key known to be over its limit. now is
-// the request's instant; under ServerClock the entry's offset converts it
-// to Redis's time. ok is false when the key is unknown, its full windows
+// the request's instant; under ServerClock it is not used: Redis's time is
+// the entry's plus the monotonic time since. ok is false when the key is unknown, its full windows
 // have ended, or (the clock stepped back) Decide would admit.
 func (c *overLimit) lookup(p *limiter.Policy, key string, now time.Time, cost int64) (d limiter.Decision, ok bool) {
 	if c == nil {
@@ -72,18 +84,35 @@ func (c *overLimit) lookup(p *limiter.Policy, key string, now time.Time, cost in
 	}
 	sh := c.shard(key)
 	k := olKey{p, key}
+	var m time.Duration
+	if c.server {
+		m = c.mono()
+	}
 	sh.mu.Lock()
 	e, found := sh.m[k]
-	if found && now.Add(e.offset).UnixMilli() >= e.until {
-		delete(sh.m, k)
-		found = false
+	if found {
+		now = c.instant(&e, now, m)
+		if now.UnixMilli() >= e.until {
+			delete(sh.m, k)
+			found = false
+		}
 	}
 	sh.mu.Unlock()
 	if !found {
 		return d, false
 	}
-	_, d = limiter.Decide(p, e.states, now.Add(e.offset), cost)
+	_, d = limiter.Decide(p, e.states, now, cost)
 	return d, !d.Allowed
+}
+
+// instant returns the time, in e's time base, of a request at now (the
+// application's clock) when the monotonic clock reads m: now itself under
+// AppClock, Redis's time under ServerClock.
+func (c *overLimit) instant(e *olEntry, now time.Time, m time.Duration) time.Time {
+	if !c.server {
+		return now
+	}
+	return e.at.Add(m - e.mono)
 }
 
 // epochOf returns the Reset epoch of key's shard, for note.
@@ -117,7 +146,12 @@ func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindo
 		return
 	}
 	sh := c.shard(key)
-	e := olEntry{states: states, until: until, offset: at.Sub(reqNow)}
+	e := olEntry{states: states, until: until}
+	var m time.Duration
+	if c.server {
+		m = c.mono()
+		e.at, e.mono = at, m
+	}
 	sh.mu.Lock()
 	if sh.epoch.Load() != epoch {
 		sh.mu.Unlock()
@@ -125,7 +159,7 @@ func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindo
 	}
 	if len(sh.m) >= c.perShard {
 		for k, old := range sh.m {
-			if reqNow.Add(old.offset).UnixMilli() >= old.until {
+			if c.instant(&old, reqNow, m).UnixMilli() >= old.until {
 				delete(sh.m, k)
 			}
 		}

@@ -93,7 +93,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	_, cluster := client.(*redis.ClusterClient)
-	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize), cluster: cluster}
+	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == ServerClock), cluster: cluster}
 	s.breaker = s.newBreaker()
 	// Batches mix clients' keys in one script call: only a client that
 	// sends everything to one server may carry them (not a Cluster or a
