@@ -90,6 +90,19 @@ type errCallerGone struct{ err error }
 func (e errCallerGone) Error() string { return e.err.Error() }
 func (e errCallerGone) Unwrap() error { return e.err }
 
+// errQueued marks a decision that ran out of time queued inside the
+// client (see Store.queued): not Redis's failure, so the breaker does not
+// count it; the failure policy answers it all the same.
+type errQueued struct{ err error }
+
+func (e errQueued) Error() string { return e.err.Error() }
+func (e errQueued) Unwrap() error { return e.err }
+
+func isQueued(err error) bool {
+	var q errQueued
+	return errors.As(err, &q)
+}
+
 // newBreaker builds the circuit breaker and wires its transitions to the
 // observer.
 func (s *Store) newBreaker() *gobreaker.CircuitBreaker[any] {
@@ -104,7 +117,7 @@ func (s *Store) newBreaker() *gobreaker.CircuitBreaker[any] {
 		},
 		IsExcluded: func(err error) bool {
 			var g errCallerGone
-			return errors.As(err, &g)
+			return errors.As(err, &g) || isQueued(err)
 		},
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			s.health.Store(uint32(health(to)))

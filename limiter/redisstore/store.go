@@ -34,6 +34,11 @@ type Store struct {
 
 	cluster bool // a *redis.ClusterClient: the store follows redirects
 
+	// gate holds at most the client's pool size of Plain round trips: a
+	// decision waits here, outside the breaker, rather than in the pool,
+	// where running out of time would look like Redis failing.
+	gate chan struct{}
+
 	// replyHook, when set by a test, runs between a decision's round trip
 	// and its note in the over-limit cache.
 	replyHook func()
@@ -108,6 +113,8 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.run = ap
 	case cfg.pipelining == Batch && isSingle:
 		s.batch = newBatcher(s, single)
+	case isSingle && single.Options().PoolSize > 0:
+		s.gate = make(chan struct{}, single.Options().PoolSize)
 	}
 	if cfg.failure == FailLocal {
 		fb, err := limiter.NewMemoryStore(limiter.WithMemoryClock(cfg.now))
@@ -238,8 +245,24 @@ func (s *Store) single(tctx, caller context.Context, req *limiter.Request, r *re
 // roundTrip runs the script once through the circuit breaker. caller is
 // the context whose end means nobody waits any more.
 func (s *Store) roundTrip(ctx, caller context.Context, keys []string, args []any) (any, error) {
+	if s.gate != nil {
+		arrived := timeLeft(ctx)
+		select {
+		case s.gate <- struct{}{}:
+			defer func() { <-s.gate }()
+		case <-ctx.Done():
+			return nil, errQueued{ctx.Err()}
+		}
+		// As the batcher does: a call that spent most of its time queued
+		// is answered as timed out rather than sent to run out of time
+		// on the wire, where its script might still charge.
+		if timeLeft(ctx) < arrived/4 {
+			return nil, errQueued{context.DeadlineExceeded}
+		}
+	}
 	return s.breaker.Execute(func() (any, error) {
 		s.stats.roundTrips.Add(1)
+		left := timeLeft(ctx)
 		v, err := takeScript.Run(ctx, s.run, keys, args...).Result()
 		// The client follows no redirect (see checkRetries) but has begun
 		// to reload the slot map; a redirected script did not run, so
@@ -254,10 +277,33 @@ func (s *Store) roundTrip(ctx, caller context.Context, keys []string, args []any
 			if ended(caller) != nil {
 				return nil, errCallerGone{err}
 			}
-			s.lastErr.Store(&err)
+			if err = s.queued(left, err); !isQueued(err) {
+				s.lastErr.Store(&err)
+			}
 		}
 		return v, err
 	})
+}
+
+// timeLeft returns the time left before ctx's deadline.
+func timeLeft(ctx context.Context) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Until(dl)
+}
+
+// queued marks err, a round trip that started with left of its deadline,
+// as the client's queue's fault rather than Redis's when it ran out of
+// time having been given less than half the store's timeout: the rest was
+// spent queued in the client (its pool, the batch queue, the
+// autopipeliner) under load, which must not open the circuit.
+func (s *Store) queued(left time.Duration, err error) error {
+	if left < s.cfg.timeout/2 && errors.Is(err, context.DeadlineExceeded) {
+		return errQueued{err}
+	}
+	return err
 }
 
 // ended returns ctx's error, or DeadlineExceeded once its deadline has
