@@ -39,6 +39,12 @@ type Store struct {
 	// where running out of time would look like Redis failing.
 	gate chan struct{}
 
+	// AutoPipeline: the round trips running aside (boundedRoundTrip),
+	// which Close waits for; asideClosed, under asideMu, stops new ones.
+	aside       sync.WaitGroup
+	asideMu     sync.Mutex
+	asideClosed bool
+
 	// replyHook, when set by a test, runs between a decision's round trip
 	// and its note in the over-limit cache.
 	replyHook func()
@@ -359,15 +365,25 @@ func isRedirect(err error) bool {
 
 // boundedRoundTrip is roundTrip for go-redis's autopipeliner, whose
 // blocking face (v9.23) waits for a batch's reply past the caller's
-// deadline (measured: 2s behind a 2s-delaying proxy with a 50ms timeout).
-// The call runs aside and the caller stops waiting at the deadline.
+// deadline (measured: 2s behind a 2s-delaying proxy with a 50ms timeout;
+// its reader is bounded by the client's ReadTimeout, not the context).
+// The call runs aside and the caller stops waiting at the deadline; Close
+// waits for the calls still aside.
 func (s *Store) boundedRoundTrip(ctx, caller context.Context, keys []string, args []any) (any, error) {
 	type reply struct {
 		v   any
 		err error
 	}
+	s.asideMu.Lock()
+	if s.asideClosed {
+		s.asideMu.Unlock()
+		return nil, limiter.ErrClosed
+	}
+	s.aside.Add(1)
+	s.asideMu.Unlock()
 	ch := make(chan reply, 1)
 	go func() {
+		defer s.aside.Done()
 		v, err := s.roundTrip(ctx, caller, keys, args)
 		ch <- reply{v, err}
 	}()
@@ -490,12 +506,24 @@ func (s *Store) Stats() Stats {
 func (s *Store) CachedKeys() int { return s.cache.len() }
 
 // Close stops the store: later calls return limiter.ErrClosed. It waits
-// for batches in flight (each bounded by the timeout) and closes the
-// fallback store; the client is left to its owner. Close is idempotent.
+// for batches in flight (each bounded by the timeout) and, under
+// AutoPipeline, for round trips whose callers have stopped waiting (each
+// bounded by the client's ReadTimeout), then closes its autopipeliner and
+// the fallback store: no goroutine of the store outlives Close. The client
+// is left to its owner. Close is idempotent.
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	if s.batch != nil {
 		s.batch.close()
+	}
+	s.asideMu.Lock()
+	s.asideClosed = true
+	s.asideMu.Unlock()
+	s.aside.Wait()
+	if ap, ok := s.run.(*redis.AutoPipeliner); ok {
+		if err := ap.Close(); err != nil {
+			return fmt.Errorf("redisstore: close autopipeline: %w", err)
+		}
 	}
 	if s.fallback != nil {
 		return s.fallback.Close()
