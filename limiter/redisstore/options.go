@@ -79,8 +79,12 @@ const (
 	// policy's limits divided by the fallback divisor (WithFallbackDivisor,
 	// N replicas → divisor N keeps the total near the limit). Its
 	// Decisions carry that reduced policy, so clients are told the limit
-	// actually applied. Counts kept there are forgotten when Redis answers
-	// again, and counts kept in Redis before the outage are not seen by it.
+	// actually applied. Counts kept there are not forgotten when Redis
+	// answers again: they last until their windows end, so a Redis that
+	// fails again within a window finds the budget already spent locally
+	// there, and a flapping Redis cannot hand out a fresh local budget per
+	// outage. Counts kept in Redis before the outage are not seen by the
+	// fallback, nor its counts by Redis.
 	FailLocal
 )
 
@@ -171,7 +175,8 @@ func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 func WithClockSource(s ClockSource) Option { return func(c *config) { c.clock = s } }
 
 // WithTimeout bounds each decision (default DefaultTimeout), on top of the
-// request's own context. When it passes, the failure policy answers.
+// request's own context. When it passes, the failure policy answers; the
+// script may still have run in Redis and charged the request.
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 // WithExpiryMargin sets how long a window's key outlives the window's end

@@ -175,6 +175,10 @@ func checkRetries(c redis.UniversalClient) error {
 // known to be over its limit in this window, else with one script call,
 // bounded by the timeout and ctx. When Redis cannot decide, the failure
 // policy answers. A refusal is a Decision, never an error.
+//
+// A decision that timed out, or whose ctx ended, may still have been
+// charged: its script may have reached Redis and run, and only the reply
+// been given up on. It is charged at most once (see New).
 func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
 	switch {
 	case s.closed.Load():
