@@ -62,15 +62,22 @@ func (c *Cluster) Addrs() []string {
 	return a
 }
 
-// Client returns a cluster client of the nodes (ContextTimeoutEnabled),
-// closed when the test ends.
-func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
+// Client returns a cluster client of the nodes, built as the store needs
+// it (ContextTimeoutEnabled, no retries nor redirects followed), closed
+// when the test ends. opts, if any, may change the options first.
+func (c *Cluster) Client(t testing.TB, opts ...func(*redis.ClusterOptions)) *redis.ClusterClient {
 	t.Helper()
-	cc := redis.NewClusterClient(&redis.ClusterOptions{
+	o := &redis.ClusterOptions{
 		Addrs:                 c.Addrs(),
 		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		MaxRedirects:          -1,
 		DialTimeout:           200 * time.Millisecond,
-	})
+	}
+	for _, f := range opts {
+		f(o)
+	}
+	cc := redis.NewClusterClient(o)
 	t.Cleanup(func() { cc.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -9,12 +9,14 @@ import (
 )
 
 // A Proxy forwards loopback TCP connections to a target, holding each chunk
-// of the server's replies for a settable delay: a slow Redis, seen from the
-// client.
+// of the server's replies for a settable delay (a slow Redis, seen from the
+// client) or dropping replies (a connection reset after the server ran the
+// command).
 type Proxy struct {
 	l      net.Listener
 	target string
 	delay  atomic.Int64
+	drops  atomic.Int64 // replies still to drop
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	conns  []net.Conn
@@ -41,6 +43,12 @@ func (p *Proxy) Addr() string { return p.l.Addr().String() }
 
 // SetDelay sets how long each reply is held before it is passed on.
 func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
+
+// DropReplies makes the proxy discard the next n replies from the server,
+// closing each connection that carried one: the server has run the
+// command, the client sees its connection reset, as when a proxy or a
+// network path fails between the two.
+func (p *Proxy) DropReplies(n int) { p.drops.Store(int64(n)) }
 
 func (p *Proxy) accept() {
 	defer p.wg.Done()
@@ -84,6 +92,13 @@ func (p *Proxy) pipe(dst, src net.Conn, delayed bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 && delayed {
+			for left := p.drops.Load(); left > 0; left = p.drops.Load() {
+				if p.drops.CompareAndSwap(left, left-1) {
+					return
+				}
+			}
+		}
 		if n > 0 {
 			if d := time.Duration(p.delay.Load()); delayed && d > 0 {
 				time.Sleep(d)

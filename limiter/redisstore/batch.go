@@ -41,7 +41,13 @@ type call struct {
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
 func newBatcher(s *Store, c *redis.Client) *batcher {
-	return &batcher{s: s, client: c, size: s.cfg.batchSize, inFlight: s.cfg.batchInFlight}
+	// No more calls in flight than the pool has connections: a batch
+	// waiting for one would spend its deadline queued in the client.
+	inFlight := s.cfg.batchInFlight
+	if n := c.Options().PoolSize; n > 0 {
+		inFlight = min(inFlight, n)
+	}
+	return &batcher{s: s, client: c, size: s.cfg.batchSize, inFlight: inFlight}
 }
 
 // do queues one decision and waits for its result or for ctx to end.

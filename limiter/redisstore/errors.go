@@ -17,10 +17,22 @@ var (
 	// ContextTimeoutEnabled: its socket reads ignore deadlines, so no
 	// decision could be bounded in time.
 	ErrContextTimeout = errors.New("redisstore: client must set ContextTimeoutEnabled so that decisions are bounded in time")
+	// ErrRetries reports a client that retries commands: after a reply
+	// lost to a broken connection it would run the script again and charge
+	// one decision (under Batch, a whole batch) twice. Build the client
+	// with MaxRetries: -1, and a Cluster client also with MaxRedirects: -1
+	// (the store follows MOVED itself).
+	ErrRetries = errors.New("redisstore: client must not retry commands (set MaxRetries: -1, and on a Cluster client MaxRedirects: -1): a retried script whose reply was lost charges the decision twice")
 	// ErrInvalidOption reports an option with a value out of range.
 	ErrInvalidOption = errors.New("redisstore: invalid option")
 	// ErrBadReply reports a script reply that does not have the expected
 	// shape, or whose verdict disagrees with limiter.Decide. Either means a
 	// foreign script shares the name space or a bug: it is never a denial.
 	ErrBadReply = errors.New("redisstore: unexpected script reply")
+	// ErrCorruptValue reports, in an Event to the observer, a value in
+	// Redis that the store did not write (not a plain decimal count, a
+	// malformed window id, a value of another type). The key is refused
+	// until the value expires or is deleted; it is never an error of the
+	// decision, so FailOpen never admits because of it.
+	ErrCorruptValue = errors.New("redisstore: corrupt value")
 )

@@ -20,7 +20,7 @@ func Example() {
 	prefix := fmt.Sprintf("example:%d:", time.Now().UnixNano())
 	var replicas []*limiter.Limiter
 	for range 2 {
-		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true, MaxRetries: -1})
 		defer c.Close()
 		s, err := redisstore.New(c, redisstore.WithPrefix(prefix))
 		if err != nil {

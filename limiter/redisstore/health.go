@@ -2,7 +2,10 @@ package redisstore
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/fixedwindow/ratelimit/limiter"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
@@ -34,14 +37,40 @@ func (h Health) String() string {
 	return "healthy"
 }
 
-// An Event reports a change of health. The zero Event is not sent.
+// An Event reports a change of health or, with From == To and Err
+// wrapping ErrCorruptValue, a corrupt value found in Redis (its Redis key
+// is in Err's text). The zero Event is not sent.
 type Event struct {
 	From, To Health
 	// Policy is the failure policy now answering (To != Healthy) or that
 	// answered until now (To == Healthy).
 	Policy FailurePolicy
-	// Err is the failure that opened the breaker; nil on other changes.
+	// Err is the failure that opened the breaker, or the corrupt value;
+	// nil on other changes.
 	Err error
+}
+
+// reportCorrupt tells the observer of each window that the script found
+// corrupt in r. Such a window is refused (its count is -1) and the
+// over-limit cache then answers for the key until the window ends, so a
+// corrupt key is reported about once per window per replica.
+func (s *Store) reportCorrupt(req *limiter.Request, r *result) {
+	if s.cfg.observer == nil {
+		return
+	}
+	n := req.Policy.NumRates()
+	var keys []string
+	for i := range n {
+		if r.counts[i] >= 0 {
+			continue
+		}
+		if keys == nil {
+			keys = appendKeys(nil, s.cfg.prefix, req.Key, s.keys.get(req.Policy), n, s.cfg.clock, req.Now.UnixMilli())
+		}
+		h := s.Health()
+		s.cfg.observer(Event{From: h, To: h, Policy: s.cfg.failure,
+			Err: fmt.Errorf("%w: key %q", ErrCorruptValue, keys[i])})
+	}
 }
 
 func health(s gobreaker.State) Health {
@@ -61,6 +90,19 @@ type errCallerGone struct{ err error }
 func (e errCallerGone) Error() string { return e.err.Error() }
 func (e errCallerGone) Unwrap() error { return e.err }
 
+// errQueued marks a decision that ran out of time queued inside the
+// client (see Store.queued): not Redis's failure, so the breaker does not
+// count it; the failure policy answers it all the same.
+type errQueued struct{ err error }
+
+func (e errQueued) Error() string { return e.err.Error() }
+func (e errQueued) Unwrap() error { return e.err }
+
+func isQueued(err error) bool {
+	var q errQueued
+	return errors.As(err, &q)
+}
+
 // newBreaker builds the circuit breaker and wires its transitions to the
 // observer.
 func (s *Store) newBreaker() *gobreaker.CircuitBreaker[any] {
@@ -75,7 +117,7 @@ func (s *Store) newBreaker() *gobreaker.CircuitBreaker[any] {
 		},
 		IsExcluded: func(err error) bool {
 			var g errCallerGone
-			return errors.As(err, &g)
+			return errors.As(err, &g) || isQueued(err)
 		},
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			s.health.Store(uint32(health(to)))

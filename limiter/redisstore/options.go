@@ -41,11 +41,15 @@ const (
 	// ServerClock decides with Redis's TIME, read inside the script: one
 	// clock for every replica, so boundaries agree exactly whatever the
 	// replicas' clocks say. Request.Now is ignored. Its failure mode is a
-	// Redis whose clock jumps (a failover to a node whose clock differs):
-	// a jump forward starts windows early; a jump back is absorbed, since
-	// a window stored later than TIME is decided in, never rewound. The
-	// over-limit cache converts between the two clocks with the offset it
-	// saw at the last round trip.
+	// Redis whose clock jumps (a failover to a node whose clock differs,
+	// an NTP step): a jump forward starts windows early; after a jump
+	// back, a window stored exactly one window ahead of TIME is decided
+	// in (at its start; a count is never rewound), and one stored further
+	// ahead is stale: the current window starts afresh, with a fresh
+	// expiry. Either way a step of any size costs a key at most one
+	// window of wrong answers. The over-limit cache times its entries
+	// from Redis's time at the decision on the monotonic clock, so no step
+	// of the application's clock keeps a key refused past Redis's window.
 	ServerClock
 )
 
@@ -75,8 +79,12 @@ const (
 	// policy's limits divided by the fallback divisor (WithFallbackDivisor,
 	// N replicas → divisor N keeps the total near the limit). Its
 	// Decisions carry that reduced policy, so clients are told the limit
-	// actually applied. Counts kept there are forgotten when Redis answers
-	// again, and counts kept in Redis before the outage are not seen by it.
+	// actually applied. Counts kept there are not forgotten when Redis
+	// answers again: they last until their windows end, so a Redis that
+	// fails again within a window finds the budget already spent locally
+	// there, and a flapping Redis cannot hand out a fresh local budget per
+	// outage. Counts kept in Redis before the outage are not seen by the
+	// fallback, nor its counts by Redis.
 	FailLocal
 )
 
@@ -167,7 +175,8 @@ func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 func WithClockSource(s ClockSource) Option { return func(c *config) { c.clock = s } }
 
 // WithTimeout bounds each decision (default DefaultTimeout), on top of the
-// request's own context. When it passes, the failure policy answers.
+// request's own context. When it passes, the failure policy answers; the
+// script may still have run in Redis and charged the request.
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 // WithExpiryMargin sets how long a window's key outlives the window's end
@@ -183,9 +192,9 @@ func WithFailurePolicy(f FailurePolicy) Option { return func(c *config) { c.fail
 // in-memory fallback of FailLocal (default 1). Use the replica count.
 func WithFallbackDivisor(n int) Option { return func(c *config) { c.divisor = int64(n) } }
 
-// WithObserver registers a function called on every change of health
-// (see Event). It runs synchronously on the path of a decision and must
-// not block.
+// WithObserver registers a function called on every change of health and
+// on every corrupt value a decision finds in Redis (see Event). It runs
+// synchronously on the path of a decision and must not block.
 func WithObserver(f func(Event)) Option { return func(c *config) { c.observer = f } }
 
 // WithBreaker sets the circuit breaker: it opens after failures

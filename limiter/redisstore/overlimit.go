@@ -3,6 +3,7 @@ package redisstore
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -17,10 +18,18 @@ import (
 // with the caller's string) plus about 100 bytes. A full shard first drops
 // its expired entries; if it is still full, the new entry is not kept,
 // which costs only round trips.
+//
+// Under ServerClock an entry's windows are Redis's, and the application's
+// clock says nothing about them: an app clock stepped back would keep a
+// key refused after Redis's window ended, for as long as the step. Such
+// entries keep Redis's time at the decision and read how much has passed
+// since on the monotonic clock, which no step moves.
 type overLimit struct {
 	seed     maphash.Seed
 	shards   [olShards]olShard
 	perShard int
+	server   bool                 // ServerClock: entries age on mono
+	mono     func() time.Duration // monotonic time; a test may set it
 }
 
 const olShards = 64
@@ -28,7 +37,11 @@ const olShards = 64
 type olShard struct {
 	mu sync.Mutex
 	m  map[olKey]olEntry
-	_  [40]byte
+	// epoch counts the Resets of the shard's keys. A decision reads it
+	// before its round trip and note inserts nothing if it moved: a reply
+	// that lands after a Reset must not put back the key it cleared.
+	epoch atomic.Uint64
+	_     [32]byte
 }
 
 type olKey struct {
@@ -39,14 +52,18 @@ type olKey struct {
 type olEntry struct {
 	states [limiter.MaxWindows]limiter.State
 	until  int64 // ms, in the store's time base, when the last full window ends
-	offset time.Duration
+	// ServerClock: Redis's time at the decision, and mono then.
+	at   time.Time
+	mono time.Duration
 }
 
-func newOverLimit(size int) *overLimit {
+func newOverLimit(size int, server bool) *overLimit {
 	if size == 0 {
 		return nil
 	}
-	c := &overLimit{seed: maphash.MakeSeed(), perShard: max(1, size/olShards)}
+	start := time.Now()
+	c := &overLimit{seed: maphash.MakeSeed(), perShard: max(1, size/olShards), server: server,
+		mono: func() time.Duration { return time.Since(start) }}
 	for i := range c.shards {
 		c.shards[i].m = make(map[olKey]olEntry)
 	}
@@ -58,8 +75,8 @@ func (c *overLimit) shard(key string) *olShard {
 }
 
 // lookup answers a request for a key known to be over its limit. now is
-// the request's instant; under ServerClock the entry's offset converts it
-// to Redis's time. ok is false when the key is unknown, its full windows
+// the request's instant; under ServerClock it is not used: Redis's time is
+// the entry's plus the monotonic time since. ok is false when the key is unknown, its full windows
 // have ended, or (the clock stepped back) Decide would admit.
 func (c *overLimit) lookup(p *limiter.Policy, key string, now time.Time, cost int64) (d limiter.Decision, ok bool) {
 	if c == nil {
@@ -67,23 +84,49 @@ func (c *overLimit) lookup(p *limiter.Policy, key string, now time.Time, cost in
 	}
 	sh := c.shard(key)
 	k := olKey{p, key}
+	var m time.Duration
+	if c.server {
+		m = c.mono()
+	}
 	sh.mu.Lock()
 	e, found := sh.m[k]
-	if found && now.Add(e.offset).UnixMilli() >= e.until {
-		delete(sh.m, k)
-		found = false
+	if found {
+		now = c.instant(&e, now, m)
+		if now.UnixMilli() >= e.until {
+			delete(sh.m, k)
+			found = false
+		}
 	}
 	sh.mu.Unlock()
 	if !found {
 		return d, false
 	}
-	_, d = limiter.Decide(p, e.states, now.Add(e.offset), cost)
+	_, d = limiter.Decide(p, e.states, now, cost)
 	return d, !d.Allowed
 }
 
+// instant returns the time, in e's time base, of a request at now (the
+// application's clock) when the monotonic clock reads m: now itself under
+// AppClock, Redis's time under ServerClock.
+func (c *overLimit) instant(e *olEntry, now time.Time, m time.Duration) time.Time {
+	if !c.server {
+		return now
+	}
+	return e.at.Add(m - e.mono)
+}
+
+// epochOf returns the Reset epoch of key's shard, for note.
+func (c *overLimit) epochOf(key string) uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.shard(key).epoch.Load()
+}
+
 // note records the states after a decision made by Redis at instant at
-// (Redis's time under ServerClock), if some window is full.
-func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindows]limiter.State, at, reqNow time.Time) {
+// (Redis's time under ServerClock), if some window is full and no Reset
+// of the shard has happened since epoch was read.
+func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindows]limiter.State, at, reqNow time.Time, epoch uint64) {
 	if c == nil {
 		return
 	}
@@ -103,11 +146,20 @@ func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindo
 		return
 	}
 	sh := c.shard(key)
-	e := olEntry{states: states, until: until, offset: at.Sub(reqNow)}
+	e := olEntry{states: states, until: until}
+	var m time.Duration
+	if c.server {
+		m = c.mono()
+		e.at, e.mono = at, m
+	}
 	sh.mu.Lock()
+	if sh.epoch.Load() != epoch {
+		sh.mu.Unlock()
+		return
+	}
 	if len(sh.m) >= c.perShard {
 		for k, old := range sh.m {
-			if reqNow.Add(old.offset).UnixMilli() >= old.until {
+			if c.instant(&old, reqNow, m).UnixMilli() >= old.until {
 				delete(sh.m, k)
 			}
 		}
@@ -118,7 +170,8 @@ func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindo
 	sh.mu.Unlock()
 }
 
-// forget drops key's entry under p.
+// forget drops key's entry under p and moves its shard's epoch, so that
+// no decision already in flight can record the key again.
 func (c *overLimit) forget(p *limiter.Policy, key string) {
 	if c == nil {
 		return
@@ -126,6 +179,7 @@ func (c *overLimit) forget(p *limiter.Policy, key string) {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	delete(sh.m, olKey{p, key})
+	sh.epoch.Add(1)
 	sh.mu.Unlock()
 }
 

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,11 @@ func TestOverLimitCacheSkipsRedis(t *testing.T) {
 			}
 			clk := fakeclock.New(t0.Add(100 * time.Millisecond))
 			s := newStore(t, c, WithClockSource(clock))
+			if clock == ServerClock {
+				// Entries age on the monotonic clock: hold it still, as the
+				// fake clock holds the application's.
+				s.cache.mono = func() time.Duration { return 0 }
+			}
 			l := newLimiter(t, p, s, clk)
 			for i := range 3 {
 				if d, err := l.Allow(ctx, "k", 1); err != nil || d.Allowed != (i < 2) {
@@ -97,5 +103,96 @@ func TestOverLimitCacheBounded(t *testing.T) {
 	}
 	if n := s.CachedKeys(); n == 0 || n > 128 {
 		t.Fatalf("cached keys after 1000 full keys: got %d, want 1..128", n)
+	}
+}
+
+// TestResetRacingDecision: a decision whose reply lands after Reset (here
+// Reset runs between its round trip and its note in the over-limit cache)
+// cannot put the key back in the cache: once Reset has returned, the key's
+// next request is admitted, as Redis holds no count.
+func TestResetRacingDecision(t *testing.T) {
+	ctx := context.Background()
+	p := limiter.MustPolicy("resetrace", limiter.PerMinute(3))
+	for _, mode := range []Pipelining{Plain, Batch} {
+		t.Run(mode.String(), func(t *testing.T) {
+			clk := fakeclock.New(t0)
+			s := newStore(t, sharedClient(t), WithPipelining(mode), WithClock(clk))
+			l := newLimiter(t, p, s, clk)
+			for range 2 {
+				if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+					t.Fatalf("before: %+v, %v", d, err)
+				}
+			}
+			s.replyHook = func() {
+				s.replyHook = nil
+				if err := s.Reset(ctx, "k", p); err != nil {
+					t.Errorf("Reset: %v", err)
+				}
+			}
+			// The third request fills the window; Reset lands before its
+			// reply is noted.
+			if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+				t.Fatalf("racing request: %+v, %v", d, err)
+			}
+			if s.replyHook != nil {
+				t.Fatal("the hook did not run")
+			}
+			if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+				t.Fatalf("after Reset: %+v, %v; want admitted (cached keys %d)", d, err, s.CachedKeys())
+			}
+		})
+	}
+}
+
+// steppedClock is the system clock stepped back by a settable amount, as
+// an NTP step leaves it: it still runs.
+type steppedClock struct{ back atomic.Int64 }
+
+func (c *steppedClock) Now() time.Time { return time.Now().Add(-time.Duration(c.back.Load())) }
+
+// TestServerClockCacheIgnoresAppClock: under ServerClock the over-limit
+// cache times its entries on the monotonic clock from Redis's time, so an
+// application clock stepped back by less than a window does not keep a
+// key refused once Redis's window has ended. The test waits for the end of
+// Redis's one-second window (under a second): Redis's clock cannot be
+// moved from here.
+func TestServerClockCacheIgnoresAppClock(t *testing.T) {
+	ctx := context.Background()
+	c := sharedClient(t)
+	p := limiter.MustPolicy("cachestep", limiter.PerSecond(2))
+	awaitServerWindow(t, c, time.Second)
+	clk := &steppedClock{}
+	s := newStore(t, c, WithClockSource(ServerClock))
+	l, err := limiter.New(p, limiter.WithStore(s), limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	for i := range 3 {
+		if d, err := l.Allow(ctx, "k", 1); err != nil || d.Allowed != (i < 2) {
+			t.Fatalf("call %d: %+v, %v", i, d, err)
+		}
+	}
+	if s.CachedKeys() != 1 {
+		t.Fatalf("cached keys %d, want 1: the full key", s.CachedKeys())
+	}
+	tm, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.back.Store(int64(900 * time.Millisecond)) // the application's clock steps back
+	end := tm.Truncate(time.Second).Add(time.Second + 20*time.Millisecond)
+	for {
+		now, err := c.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !now.Before(end) {
+			break
+		}
+		time.Sleep(end.Sub(now))
+	}
+	if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+		t.Fatalf("Redis's window ended, app clock 900ms back: %+v, %v; want admitted", d, err)
 	}
 }

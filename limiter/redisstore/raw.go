@@ -25,13 +25,16 @@ func (serverError) RedisError() {}
 func (bt *batcher) evalRaw(ctx context.Context, cmd []any) ([]byte, error) {
 	s := bt.s
 	v, err := s.breaker.Execute(func() (any, error) {
+		left := timeLeft(ctx)
 		b, err := bt.rawCall(ctx, cmd)
 		if se, ok := err.(serverError); ok && strings.HasPrefix(string(se), "NOSCRIPT") {
 			cmd[0], cmd[1] = "eval", takeSource
 			b, err = bt.rawCall(ctx, cmd)
 		}
 		if err != nil {
-			s.lastErr.Store(&err)
+			if err = s.queued(left, deadlineErr(ctx, err)); !isQueued(err) {
+				s.lastErr.Store(&err)
+			}
 			return nil, err
 		}
 		return b, nil

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/redis/go-redis/v9"
@@ -29,6 +31,23 @@ type Store struct {
 	fallback   *limiter.MemoryStore // FailLocal only
 	fbPolicies sync.Map             // *limiter.Policy → its policy at limit/divisor
 	fbCount    atomic.Int64         // entries in fbPolicies, at most maxCachedPolicies
+
+	cluster bool // a *redis.ClusterClient: the store follows redirects
+
+	// gate holds at most the client's pool size of Plain round trips: a
+	// decision waits here, outside the breaker, rather than in the pool,
+	// where running out of time would look like Redis failing.
+	gate chan struct{}
+
+	// AutoPipeline: the round trips running aside (boundedRoundTrip),
+	// which Close waits for; asideClosed, under asideMu, stops new ones.
+	aside       sync.WaitGroup
+	asideMu     sync.Mutex
+	asideClosed bool
+
+	// replyHook, when set by a test, runs between a decision's round trip
+	// and its note in the over-limit cache.
+	replyHook func()
 
 	health  atomic.Uint32
 	lastErr atomic.Pointer[error]
@@ -62,8 +81,11 @@ type Stats struct {
 
 // New returns a store on client, which may be a single node, a failover
 // (Sentinel) client or a Cluster client, built with ContextTimeoutEnabled so
-// that each decision's deadline reaches the socket. The store does not own
-// the client: close the client after the store.
+// that each decision's deadline reaches the socket, and with MaxRetries: -1
+// (a Cluster client also MaxRedirects: -1) so that a script whose reply was
+// lost is never run twice; New returns ErrContextTimeout or ErrRetries
+// otherwise. The store does not own the client: close the client after
+// the store.
 func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, ErrNilClient
@@ -78,7 +100,11 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if err := checkContextTimeout(client); err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize)}
+	if err := checkRetries(client); err != nil {
+		return nil, err
+	}
+	_, cluster := client.(*redis.ClusterClient)
+	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == ServerClock), cluster: cluster}
 	s.breaker = s.newBreaker()
 	// Batches mix clients' keys in one script call: only a client that
 	// sends everything to one server may carry them (not a Cluster or a
@@ -93,6 +119,8 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.run = ap
 	case cfg.pipelining == Batch && isSingle:
 		s.batch = newBatcher(s, single)
+	case isSingle && single.Options().PoolSize > 0:
+		s.gate = make(chan struct{}, single.Options().PoolSize)
 	}
 	if cfg.failure == FailLocal {
 		fb, err := limiter.NewMemoryStore(limiter.WithMemoryClock(cfg.now))
@@ -120,10 +148,37 @@ func checkContextTimeout(c redis.UniversalClient) error {
 	return nil
 }
 
+// checkRetries refuses a client that would send a script again after
+// losing its reply: Redis may have run it, and the retry would charge the
+// decision (or a whole batch) a second time. A *redis.Client retries up
+// to MaxRetries (3 unless set to -1); a *redis.ClusterClient retries a
+// command on a network error within its MaxRedirects loop, so it needs
+// MaxRedirects: -1 as well (the store follows MOVED itself, which is safe:
+// a redirected script did not run) and node clients without retries
+// (ClusterOptions.MaxRetries 0 or -1, the default). Other clients (Ring)
+// cannot be inspected: set MaxRetries: -1 on them.
+func checkRetries(c redis.UniversalClient) error {
+	switch c := c.(type) {
+	case *redis.Client:
+		if c.Options().MaxRetries > 0 { // -1 is stored as 0
+			return ErrRetries
+		}
+	case *redis.ClusterClient:
+		if o := c.Options(); o.MaxRetries > 0 || o.MaxRedirects > 0 {
+			return ErrRetries
+		}
+	}
+	return nil
+}
+
 // Take decides one request: from the over-limit cache when the key is
 // known to be over its limit in this window, else with one script call,
 // bounded by the timeout and ctx. When Redis cannot decide, the failure
 // policy answers. A refusal is a Decision, never an error.
+//
+// A decision that timed out, or whose ctx ended, may still have been
+// charged: its script may have reached Redis and run, and only the reply
+// been given up on. It is charged at most once (see New).
 func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
 	switch {
 	case s.closed.Load():
@@ -143,6 +198,7 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 		r   result
 		err error
 	)
+	epoch := s.cache.epochOf(req.Key)
 	if s.batch != nil {
 		r, err = s.batch.do(ctx, &req)
 	} else {
@@ -150,17 +206,21 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 		err = s.single(tctx, ctx, &req, &r)
 		cancel()
 	}
+	if s.replyHook != nil {
+		s.replyHook()
+	}
 	if err == nil {
 		next, d, at, derr := s.cfg.decide(&req, &r)
 		if derr == nil {
 			s.stats.decisions.Add(1)
-			s.cache.note(req.Policy, req.Key, next, at, req.Now)
+			s.reportCorrupt(&req, &r)
+			s.cache.note(req.Policy, req.Key, next, at, req.Now, epoch)
 			return d, nil
 		}
 		err = derr
 	}
-	if ctx.Err() != nil {
-		return limiter.Decision{}, ctx.Err()
+	if cerr := ended(ctx); cerr != nil {
+		return limiter.Decision{}, cerr
 	}
 	return s.degrade(ctx, &req, err)
 }
@@ -195,30 +255,139 @@ func (s *Store) single(tctx, caller context.Context, req *limiter.Request, r *re
 // roundTrip runs the script once through the circuit breaker. caller is
 // the context whose end means nobody waits any more.
 func (s *Store) roundTrip(ctx, caller context.Context, keys []string, args []any) (any, error) {
+	if s.gate != nil {
+		arrived := timeLeft(ctx)
+		select {
+		case s.gate <- struct{}{}:
+			defer func() { <-s.gate }()
+		case <-ctx.Done():
+			return nil, errQueued{ctx.Err()}
+		}
+		// As the batcher does: a call that spent most of its time queued
+		// is answered as timed out rather than sent to run out of time
+		// on the wire, where its script might still charge.
+		if timeLeft(ctx) < arrived/4 {
+			return nil, errQueued{context.DeadlineExceeded}
+		}
+	}
 	return s.breaker.Execute(func() (any, error) {
 		s.stats.roundTrips.Add(1)
+		left := timeLeft(ctx)
 		v, err := takeScript.Run(ctx, s.run, keys, args...).Result()
+		// The client follows no redirect (see checkRetries) but has begun
+		// to reload the slot map; a redirected script did not run, so
+		// sending it again is safe.
+		for try := 1; err != nil && s.cluster && try <= maxRedirects && isRedirect(err) &&
+			pause(ctx, time.Duration(try)*10*time.Millisecond); try++ {
+			s.stats.roundTrips.Add(1)
+			v, err = takeScript.Run(ctx, s.run, keys, args...).Result()
+		}
 		if err != nil {
-			if caller.Err() != nil {
+			err = deadlineErr(ctx, err)
+			if ended(caller) != nil {
 				return nil, errCallerGone{err}
 			}
-			s.lastErr.Store(&err)
+			if err = s.queued(left, err); !isQueued(err) {
+				s.lastErr.Store(&err)
+			}
 		}
 		return v, err
 	})
 }
 
+// timeLeft returns the time left before ctx's deadline.
+func timeLeft(ctx context.Context) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Until(dl)
+}
+
+// queued marks err, a round trip that started with left of its deadline,
+// as the client's queue's fault rather than Redis's when it ran out of
+// time having been given less than half the store's timeout: the rest was
+// spent queued in the client (its pool, the batch queue, the
+// autopipeliner) under load, which must not open the circuit.
+func (s *Store) queued(left time.Duration, err error) error {
+	if left < s.cfg.timeout/2 && errors.Is(err, context.DeadlineExceeded) {
+		return errQueued{err}
+	}
+	return err
+}
+
+// ended returns ctx's error, or DeadlineExceeded once its deadline has
+// passed: a socket read bounded by the deadline fails with a timeout of
+// its own a moment before the context's timer fires.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// deadlineErr makes err, a failed round trip on ctx, wrap
+// DeadlineExceeded when ctx's deadline has passed, whether the client
+// reported the context's error or its socket's timeout.
+func deadlineErr(ctx context.Context, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || ended(ctx) == nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+}
+
+// maxRedirects bounds how many times a script redirected by a Cluster
+// (MOVED, ASK, TRYAGAIN: none of which ran it) is sent again, as go-redis's
+// own default MaxRedirects does.
+const maxRedirects = 3
+
+// pause waits for d, or until ctx ends; it reports whether d passed.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// isRedirect tells a Cluster's answer that the script ran nowhere and may
+// be sent again.
+func isRedirect(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") || strings.HasPrefix(msg, "TRYAGAIN")
+}
+
 // boundedRoundTrip is roundTrip for go-redis's autopipeliner, whose
 // blocking face (v9.23) waits for a batch's reply past the caller's
-// deadline (measured: 2s behind a 2s-delaying proxy with a 50ms timeout).
-// The call runs aside and the caller stops waiting at the deadline.
+// deadline (measured: 2s behind a 2s-delaying proxy with a 50ms timeout;
+// its reader is bounded by the client's ReadTimeout, not the context).
+// The call runs aside and the caller stops waiting at the deadline; Close
+// waits for the calls still aside.
 func (s *Store) boundedRoundTrip(ctx, caller context.Context, keys []string, args []any) (any, error) {
 	type reply struct {
 		v   any
 		err error
 	}
+	s.asideMu.Lock()
+	if s.asideClosed {
+		s.asideMu.Unlock()
+		return nil, limiter.ErrClosed
+	}
+	s.aside.Add(1)
+	s.asideMu.Unlock()
 	ch := make(chan reply, 1)
 	go func() {
+		defer s.aside.Done()
 		v, err := s.roundTrip(ctx, caller, keys, args)
 		ch <- reply{v, err}
 	}()
@@ -277,8 +446,10 @@ func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
 }
 
 // Reset forgets key's counters under p, in Redis and in the over-limit
-// cache of this store. Other replicas' over-limit caches keep refusing the
-// key until the window they saw full ends. Under AppClock the current
+// cache of this store: once it returns, this store admits the key's next
+// request, even if a decision that started before Reset answers after it.
+// Other replicas' over-limit caches keep refusing the key until the window
+// they saw full ends. Under AppClock the current
 // windows are found with the store's clock, and the windows either side of
 // them are deleted too, for replicas whose clocks differ.
 func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy) error {
@@ -307,7 +478,12 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy) error 
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
-	if err := s.client.Del(tctx, keys...).Err(); err != nil {
+	err := s.client.Del(tctx, keys...).Err()
+	// A decision whose script ran before the DEL may have recorded the
+	// key since the first forget: forget again, which also keeps out
+	// any decision still in flight.
+	s.cache.forget(p, key)
+	if err != nil {
 		return fmt.Errorf("redisstore: reset: %w", err)
 	}
 	if s.fallback != nil {
@@ -334,12 +510,24 @@ func (s *Store) Stats() Stats {
 func (s *Store) CachedKeys() int { return s.cache.len() }
 
 // Close stops the store: later calls return limiter.ErrClosed. It waits
-// for batches in flight (each bounded by the timeout) and closes the
-// fallback store; the client is left to its owner. Close is idempotent.
+// for batches in flight (each bounded by the timeout) and, under
+// AutoPipeline, for round trips whose callers have stopped waiting (each
+// bounded by the client's ReadTimeout), then closes its autopipeliner and
+// the fallback store: no goroutine of the store outlives Close. The client
+// is left to its owner. Close is idempotent.
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	if s.batch != nil {
 		s.batch.close()
+	}
+	s.asideMu.Lock()
+	s.asideClosed = true
+	s.asideMu.Unlock()
+	s.aside.Wait()
+	if ap, ok := s.run.(*redis.AutoPipeliner); ok {
+		if err := ap.Close(); err != nil {
+			return fmt.Errorf("redisstore: close autopipeline: %w", err)
+		}
 	}
 	if s.fallback != nil {
 		return s.fallback.Close()

@@ -41,22 +41,41 @@ local function int(x)
   return string.format('%.0f', x)
 end
 
--- count parses a stored count: nil when absent, -1 when corrupt. A
--- foreign value of the wrong type is treated as corrupt too (refused,
--- nothing written) rather than aborting the script, whose earlier requests
--- in the same call would then have been charged without an answer.
+-- count parses a stored count: nil when absent, -1 when corrupt. Only a
+-- plain decimal integer as INCRBY writes it (no sign, no leading zero, at
+-- most 18 digits: within INCRBY's range) is a count; anything else ("5.0",
+-- "1e1", " 5", "0x5", which Lua's tonumber would take but INCRBY refuses)
+-- is corrupt, as is a foreign value of the wrong type. Corruption is
+-- refused with nothing written rather than raised: an error would abort
+-- the script, whose other requests in the same call would then have been
+-- charged without an answer. A number is a count this call wrote.
 local function count(v)
   if v == false or v == nil then
     return nil
   end
-  local c = tonumber(v)
-  if c == nil or c < 0 or c ~= math.floor(c) then
+  if type(v) == 'number' then
+    return v
+  end
+  if type(v) ~= 'string' or #v > 18 or not string.find(v, '^%d+$')
+      or (#v > 1 and string.byte(v, 1) == 48) then
     return -1
   end
+  local c = tonumber(v)
   if c > exact then
     return exact
   end
   return c
+end
+
+-- windowID parses a stored window id: nil unless a plain whole number of
+-- at most 15 digits (ids are ms / window, below 10^15 until the year
+-- 33658), which Lua holds exactly, with no leading zero.
+local function windowID(v)
+  if type(v) ~= 'string' or #v > 15 or not string.find(v, '^%d+$')
+      or (#v > 1 and string.byte(v, 1) == 48) then
+    return nil
+  end
+  return tonumber(v)
 end
 
 -- With the application's clock every count is a plain string: one MGET
@@ -87,32 +106,33 @@ for _ = 1, nreq do
   end
 
   if server then
-    -- Read every window first: a stored window later than TIME's (the clock
-    -- stepped back, or a failover to a node whose clock lags) moves the
-    -- decision to that window; a count is never rewound.
+    -- Read every window first. A stored window id ahead of TIME's (Redis's
+    -- clock stepped back: an NTP step, a failover to a node whose clock
+    -- lags) follows the memory store's rule for a window ahead: exactly
+    -- one window ahead, it is the window a racing or slightly faster clock
+    -- already decides in, so the request is decided at that window's start
+    -- (a count is never rewound); further ahead, it is stale and the
+    -- current window starts afresh, with a fresh expiry. Either way a
+    -- step of any size costs at most one window of wrong answers.
     now = tnow
     local ws = {}
     for i = 1, n do
-      local h = redis.pcall('HMGET', KEYS[k + i - 1], 'w', 'c')
+      local key = KEYS[k + i - 1]
+      local h = redis.pcall('HMGET', key, 'w', 'c')
       if h.err then -- a foreign value of another type: corrupt
         h = {'corrupt', '-1'}
+      elseif h[1] == false and h[2] == false and redis.call('EXISTS', key) == 1 then
+        h = {'corrupt', '-1'} -- a foreign hash
       end
-      ws[i] = tonumber(h[1])
-      found[i] = h[1] ~= false
-      cnt[i] = count(h[2]) or 0
-      -- A window id must be a whole number no further ahead of TIME than
-      -- one window plus the expiry margin (a clock step back larger than
-      -- that would have found the key expired). Anything else is corrupt:
-      -- refused, nothing written, and never allowed to move the instant
-      -- decided at out of range.
-      local w = ws[i]
-      if w ~= nil and (w ~= math.floor(w) or w < 0 or w * wms[i] > tnow + wms[i] + margin) then
-        ws[i] = nil
-      end
+      ws[i] = windowID(h[1])
+      found[i] = h[1] ~= false or h[2] ~= false
+      cnt[i] = count(h[2]) or -1 -- a hash of ours has both fields
+      -- Only a malformed id (not a plain whole number) is corrupt: refused,
+      -- nothing written, and never allowed to move the instant decided at.
       if found[i] and ws[i] == nil then
         cnt[i] = -1
       end
-      if ws[i] ~= nil and ws[i] * wms[i] > now then
+      if ws[i] ~= nil and ws[i] == math.floor(tnow / wms[i]) + 1 and ws[i] * wms[i] > now then
         now = ws[i] * wms[i]
       end
     end

@@ -1,0 +1,49 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/fixedwindow/ratelimit/limiter"
+	"go.uber.org/goleak"
+)
+
+// TestNothingOutlivesClose: under AutoPipeline a decision whose reply is
+// late (Redis 1 s away, a 50 ms timeout) returns at its deadline while
+// its round trip is still out; Close waits for it and closes the
+// autopipeliner, so no goroutine of the store is left once Close returns.
+// The client (its pool) and the proxy are the test's, and outlive it.
+func TestNothingOutlivesClose(t *testing.T) {
+	proxy := redistest.StartProxy(t, redistest.SharedAddr)
+	c := redistest.Client(t, proxy.Addr())
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := goleak.IgnoreCurrent()
+	s, err := New(c, WithPrefix(testPrefix(t)), WithPipelining(AutoPipeline), WithTimeout(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := limiter.MustPolicy("close", limiter.PerHour(10))
+	req := limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}
+	if _, err := s.Take(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetDelay(time.Second)
+	start := time.Now()
+	if _, err := s.Take(context.Background(), req); err == nil {
+		t.Fatal("a reply 1 s late within a 50 ms timeout: no error")
+	}
+	if took := time.Since(start); took > 50*time.Millisecond+slack {
+		t.Fatalf("late reply: Take took %v", took)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, before,
+		// The proxy's pipes and the client's connections belong to the test.
+		goleak.IgnoreTopFunction("github.com/fixedwindow/ratelimit/internal/redistest.(*Proxy).pipe"),
+		goleak.IgnoreAnyFunction("github.com/fixedwindow/ratelimit/internal/redistest.(*Proxy).pipe"))
+}

@@ -1,0 +1,167 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestNewRefusesRetryingClients: a client that sends a command again after
+// losing its reply would run the script twice and charge one decision (or
+// a batch) twice, so New refuses it and names the setting.
+func TestNewRefusesRetryingClients(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client redis.UniversalClient
+		want   error
+	}{
+		{"client_default_retries", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), ErrRetries},
+		{"client_max_retries_2", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: 2}), ErrRetries},
+		{"client_max_retries_-1", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1}), nil},
+		{"failover_default_retries", redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), ErrRetries},
+		{"failover_max_retries_-1", redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRetries: -1}), nil},
+		{"cluster_default_redirects", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), ErrRetries},
+		{"cluster_node_retries", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRedirects: -1, MaxRetries: 2}), ErrRetries},
+		{"cluster_no_retries", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRedirects: -1, MaxRetries: -1}), nil},
+		{"universal_single_default", redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), ErrRetries},
+		{"universal_single_-1", redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRetries: -1}), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer tc.client.Close()
+			s, err := New(tc.client)
+			if err == nil {
+				s.Close()
+			}
+			if !errors.Is(err, tc.want) || (err == nil) != (tc.want == nil) {
+				t.Fatalf("New: got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if msg := ErrRetries.Error(); !containsAll(msg, "MaxRetries: -1", "MaxRedirects: -1") {
+		t.Fatalf("ErrRetries %q does not name the settings", msg)
+	}
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// chargedOnce makes decisions through l, arming arm() to drop the reply
+// of every other one, and checks after each that Redis holds at most one
+// more charge (exactly one when the decision was answered): the client
+// never ran the script again on a new connection. A call may also fail on
+// a pooled connection that the proxy had closed, without reaching Redis;
+// at least one must have lost a reply after Redis ran the script.
+func chargedOnce(t *testing.T, l *limiter.Limiter, count func() int64, arm func()) {
+	t.Helper()
+	ctx := context.Background()
+	ranLost := 0
+	for i := range 8 {
+		if i%2 == 1 {
+			arm()
+		}
+		before := count()
+		_, err := l.Allow(ctx, "k", 1)
+		if err != nil && !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("decision %d: got %v, want ErrUnavailable or an answer", i, err)
+		}
+		switch d := count() - before; {
+		case d > 1:
+			t.Fatalf("decision %d charged %d times (error %v), want at most once", i, d, err)
+		case err == nil && d != 1:
+			t.Fatalf("decision %d answered, charged %d times, want once", i, d)
+		case err != nil && d == 1:
+			ranLost++
+		}
+	}
+	if ranLost == 0 {
+		t.Fatal("no reply was lost after Redis ran the script: the test proved nothing")
+	}
+}
+
+// TestLostReplyChargedOnce: a reply lost after Redis ran the script (the
+// proxy drops it and resets the connection) charges the decision once, in
+// every pipelining mode and on a Cluster client.
+func TestLostReplyChargedOnce(t *testing.T) {
+	p := limiter.MustPolicy("lost", limiter.PerHour(100))
+	shared := sharedClient(t)
+	for _, mode := range []Pipelining{Plain, Batch, AutoPipeline} {
+		t.Run(mode.String(), func(t *testing.T) {
+			proxy := redistest.StartProxy(t, redistest.SharedAddr)
+			s := newStore(t, redistest.Client(t, proxy.Addr()), WithPipelining(mode), WithOverLimitCache(0),
+				WithBreaker(100, time.Second), WithTimeout(2*time.Second))
+			l := newLimiter(t, p, s, fakeclock.New(t0))
+			chargedOnce(t, l, func() int64 {
+				n, err := shared.Get(context.Background(), keyOf(s, "k", p, 0, t0)).Int64()
+				if err != nil && err != redis.Nil {
+					t.Fatal(err)
+				}
+				return n
+			}, func() { proxy.DropReplies(1) })
+		})
+	}
+	t.Run("cluster", func(t *testing.T) {
+		cl := redistest.StartCluster(t)
+		proxies := map[string]*redistest.Proxy{}
+		for _, a := range cl.Addrs() {
+			proxies[a] = redistest.StartProxy(t, a)
+		}
+		// Every connection to a node goes through that node's proxy.
+		via := func(o *redis.ClusterOptions) {
+			o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if px, ok := proxies[addr]; ok {
+					addr = px.Addr()
+				}
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			}
+		}
+		admin := cl.Client(t)
+		for _, mode := range []Pipelining{Plain, AutoPipeline} {
+			t.Run(mode.String(), func(t *testing.T) {
+				s := newStore(t, cl.Client(t, via), WithPipelining(mode), WithOverLimitCache(0),
+					WithBreaker(100, time.Second), WithTimeout(2*time.Second))
+				l := newLimiter(t, p, s, fakeclock.New(t0))
+				key := keyOf(s, "k", p, 0, t0)
+				owner, err := admin.MasterForKey(context.Background(), key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				px := proxies[owner.Options().Addr]
+				if px == nil {
+					t.Fatalf("no proxy for %s", owner.Options().Addr)
+				}
+				chargedOnce(t, l, func() int64 {
+					v, err := admin.Get(context.Background(), key).Result()
+					if err != nil && err != redis.Nil {
+						t.Fatal(err)
+					}
+					n, _ := strconv.ParseInt(v, 10, 64)
+					return n
+				}, func() { px.DropReplies(1) })
+			})
+		}
+	})
+}
