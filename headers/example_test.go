@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/fixedwindow/ratelimit/headers"
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 func ExampleWriter_Write() {
-	clk := fakeclock.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))
+	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))
 	lim, err := limiter.New(limiter.MustPolicy("default", limiter.PerMinute(100)), limiter.WithClock(clk))
 	if err != nil {
 		panic(err)
@@ -42,7 +42,7 @@ func ExampleWriter_Write() {
 }
 
 func ExampleWriter_WriteDenied() {
-	clk := fakeclock.New(time.Date(2026, 7, 31, 12, 0, 30, 500_000_000, time.UTC))
+	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 500_000_000, time.UTC))
 	lim, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(2)), limiter.WithClock(clk))
 	if err != nil {
 		panic(err)

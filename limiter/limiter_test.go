@@ -9,16 +9,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 var noon = time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC)
 
 // newTestLimiter returns a limiter on its own in-memory store, driven by a
 // fake clock set to start.
-func newTestLimiter(t testing.TB, p *Policy, start time.Time) (*Limiter, *fakeclock.Clock, *MemoryStore) {
+func newTestLimiter(t testing.TB, p *Policy, start time.Time) (*Limiter, *limitertest.Clock, *MemoryStore) {
 	t.Helper()
-	clk := fakeclock.New(start)
+	clk := limitertest.New(start)
 	st, err := NewMemoryStore(WithMemoryClock(clk), WithSweepInterval(0), WithShards(16))
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +292,7 @@ func TestResetForgetsKey(t *testing.T) {
 
 func TestPoliciesOnOneStoreAreSeparate(t *testing.T) {
 	t.Parallel()
-	clk := fakeclock.New(noon)
+	clk := limitertest.New(noon)
 	st, err := NewMemoryStore(WithSweepInterval(0))
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +377,7 @@ func TestConcurrentOneKeyAdmitsExactlyTheLimit(t *testing.T) {
 
 func TestClosedLimiterOnSharedStore(t *testing.T) {
 	t.Parallel()
-	clk := fakeclock.New(noon)
+	clk := limitertest.New(noon)
 	st := newTestStore(t)
 	a, _ := New(tenPerMinute(), WithStore(st), WithClock(clk))
 	b, _ := New(MustPolicy("b", PerMinute(10)), WithStore(st), WithClock(clk))

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 func newTestStore(t testing.TB, opts ...MemoryOption) *MemoryStore {
@@ -186,7 +186,7 @@ func TestMemoryStoreRotationFreesPastWindow(t *testing.T) {
 
 func TestMemoryStoreSweepLoopUsesClock(t *testing.T) {
 	t.Parallel()
-	clk := fakeclock.New(noon)
+	clk := limitertest.New(noon)
 	st, err := NewMemoryStore(WithSweepInterval(time.Millisecond), WithMemoryClock(clk))
 	if err != nil {
 		t.Fatal(err)

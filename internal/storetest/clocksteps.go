@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // Base is the instant every row starts from: 12:00:00.000 UTC, the start
@@ -62,7 +62,7 @@ type Phase struct {
 // Env is what a phase's Do may act on.
 type Env struct {
 	T       *testing.T
-	Clock   *fakeclock.Clock
+	Clock   *limitertest.Clock
 	Store   limiter.Store
 	Limiter *limiter.Limiter
 }
@@ -78,7 +78,7 @@ func RunClockSteps(t *testing.T, newStore NewStore, rows []ClockStep) {
 	for _, row := range rows {
 		t.Run(row.Name, func(t *testing.T) {
 			t.Parallel()
-			clk := fakeclock.New(Base)
+			clk := limitertest.New(Base)
 			st := newStore(t, clk)
 			p := row.Policy
 			if p == nil {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // TestOverLimitCacheSkipsRedis: once a key is full in its window, later
@@ -25,7 +25,7 @@ func TestOverLimitCacheSkipsRedis(t *testing.T) {
 			if clock == ServerClock {
 				awaitServerWindow(t, c, time.Second)
 			}
-			clk := fakeclock.New(t0.Add(100 * time.Millisecond))
+			clk := limitertest.New(t0.Add(100 * time.Millisecond))
 			s := newStore(t, c, WithClockSource(clock))
 			l := newLimiter(t, p, s, clk)
 			for i := range 3 {
@@ -89,7 +89,7 @@ func TestOverLimitCacheBounded(t *testing.T) {
 	ctx := context.Background()
 	p := limiter.MustPolicy("bound", limiter.PerMinute(1))
 	s := newStore(t, sharedClient(t), WithOverLimitCache(128))
-	l := newLimiter(t, p, s, fakeclock.New(t0))
+	l := newLimiter(t, p, s, limitertest.New(t0))
 	for i := range 1000 {
 		if _, err := l.Allow(ctx, "k"+strconv.Itoa(i), 1); err != nil {
 			t.Fatal(err)

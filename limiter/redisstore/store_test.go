@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -143,7 +143,7 @@ func TestExpirySetOnce(t *testing.T) {
 				awaitServerWindow(t, c, time.Minute)
 			}
 			s := newStore(t, c, WithClockSource(clock), WithExpiryMargin(2*time.Second))
-			clk := fakeclock.New(t0)
+			clk := limitertest.New(t0)
 			l := newLimiter(t, p, s, clk)
 			if _, err := l.Allow(ctx, "k", 1); err != nil {
 				t.Fatal(err)
@@ -193,7 +193,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 				awaitServerWindow(t, c, time.Second)
 			}
 			s := newStore(t, c, WithClockSource(clock), WithOverLimitCache(0))
-			clk := fakeclock.New(t0)
+			clk := limitertest.New(t0)
 			l := newLimiter(t, p, s, clk)
 			if d, err := l.Allow(ctx, "k", 2); err != nil || !d.Allowed {
 				t.Fatalf("Allow(2): %+v, %v", d, err)
@@ -263,7 +263,7 @@ func TestRepairsKeyWithoutExpiry(t *testing.T) {
 					awaitServerWindow(t, c, time.Minute)
 				}
 				s := newStore(t, c, WithClockSource(clock), WithOverLimitCache(0))
-				clk := fakeclock.New(t0.Add(10 * time.Second))
+				clk := limitertest.New(t0.Add(10 * time.Second))
 				l := newLimiter(t, p, s, clk)
 				n := 1
 				if refused {
@@ -307,7 +307,7 @@ func TestLayeredAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	p := limiter.MustPolicy("layers", limiter.PerMinute(7), limiter.PerSecond(5))
 	s := newStore(t, c, WithOverLimitCache(0))
-	clk := fakeclock.New(t0)
+	clk := limitertest.New(t0)
 	l := newLimiter(t, p, s, clk)
 	for i := range 6 {
 		d, err := l.Allow(ctx, "k", 1)
@@ -340,7 +340,7 @@ func TestReset(t *testing.T) {
 			if clock == ServerClock {
 				awaitServerWindow(t, c, time.Minute)
 			}
-			clk := fakeclock.New(t0.Add(time.Second))
+			clk := limitertest.New(t0.Add(time.Second))
 			s := newStore(t, c, WithClockSource(clock), WithClock(clk))
 			l := newLimiter(t, p, s, clk)
 			for range 3 {

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/middleware"
 	"github.com/fixedwindow/ratelimit/middleware/metrics"
 )
@@ -33,13 +33,13 @@ func (f failing) Policy() *limiter.Policy { return f.p }
 
 // steppingClock advances 2ms at every reading, so every decision takes
 // 2ms.
-type steppingClock struct{ c *fakeclock.Clock }
+type steppingClock struct{ c *limitertest.Clock }
 
 func (s steppingClock) Now() time.Time { s.c.Advance(2 * time.Millisecond); return s.c.Now() }
 
 func newHandler(t *testing.T, m *metrics.Metrics, l middleware.Limiter, opts ...middleware.Option) http.Handler {
 	t.Helper()
-	opts = append(opts, middleware.WithObserver(m.Observe), middleware.WithClock(steppingClock{fakeclock.New(t0)}))
+	opts = append(opts, middleware.WithObserver(m.Observe), middleware.WithClock(steppingClock{limitertest.New(t0)}))
 	mw, err := middleware.New(l, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := fakeclock.New(t0)
+	clk := limitertest.New(t0)
 	api, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(2)), limiter.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
