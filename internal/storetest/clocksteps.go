@@ -28,9 +28,10 @@ var Base = time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC)
 // rate of the faults issue's reproductions.
 var DefaultPolicy = limiter.MustPolicy("steps", limiter.PerSecond(2))
 
-// A NewStore returns a fresh, empty store whose clock, if it keeps one
-// (a memory store's sweep), is clk, and arranges for it to be closed when
-// the test ends. Rows run in parallel and all use the key "k" under one
+// A NewStore returns a fresh, empty store and arranges for it to be closed
+// when the test ends. clk is the row's fake clock, which the limiter reads
+// and passes to the store with every request; the stores of this module
+// keep no clock of their own and ignore it. Rows run in parallel and all use the key "k" under one
 // policy, so a store on a shared server needs a key prefix of its own per
 // call.
 type NewStore func(t *testing.T, clk limiter.Clock) limiter.Store

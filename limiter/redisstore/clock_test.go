@@ -18,7 +18,7 @@ func twoReplicas(t *testing.T, p *limiter.Policy, a, b *limitertest.Clock, opts 
 	var ls [2]*limiter.Limiter
 	for i, clk := range []*limitertest.Clock{a, b} {
 		s, err := New(redistest.Client(t, redistest.SharedAddr),
-			append([]Option{WithPrefix(prefix), WithTimeout(5 * time.Second), WithClock(clk)}, opts...)...)
+			append([]Option{WithPrefix(prefix), WithTimeout(5 * time.Second)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func TestMatchesMemoryStore(t *testing.T) {
 			t.Run(pc.name+"/"+mode.String(), func(t *testing.T) {
 				ctx := context.Background()
 				clk := limitertest.New(t0.Add(123 * time.Millisecond))
-				mem, err := limiter.NewMemoryStore(limiter.WithMemoryClock(clk), limiter.WithSweepInterval(0))
+				mem, err := limiter.NewMemoryStore(limiter.WithSweepInterval(0))
 				if err != nil {
 					t.Fatal(err)
 				}

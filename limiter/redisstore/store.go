@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/redis/go-redis/v9"
@@ -95,7 +96,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.batch = newBatcher(s, single)
 	}
 	if cfg.failure == FailLocal {
-		fb, err := limiter.NewMemoryStore(limiter.WithMemoryClock(cfg.now))
+		fb, err := limiter.NewMemoryStore()
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: fallback: %w", err)
 		}
@@ -279,9 +280,9 @@ func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
 // Reset forgets key's counters under p, in Redis and in the over-limit
 // cache of this store. Other replicas' over-limit caches keep refusing the
 // key until the window they saw full ends. Under AppClock the current
-// windows are found with the store's clock, and the windows either side of
-// them are deleted too, for replicas whose clocks differ.
-func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy) error {
+// windows are found with now, the limiter's instant, and the windows
+// either side of them are deleted too, for replicas whose clocks differ.
+func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now time.Time) error {
 	switch {
 	case s.closed.Load():
 		return limiter.ErrClosed
@@ -297,7 +298,7 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy) error 
 	if s.cfg.clock == ServerClock {
 		keys = appendKeys(nil, s.cfg.prefix, key, pk, n, ServerClock, 0)
 	} else {
-		ms := s.cfg.now.Now().UnixMilli()
+		ms := now.UnixMilli()
 		for i := range n {
 			for _, d := range []int64{-1, 0, 1} {
 				one := appendKeys(nil, s.cfg.prefix, key, pk, i+1, AppClock, ms+d*pk.wms[i])
@@ -311,7 +312,7 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy) error 
 		return fmt.Errorf("redisstore: reset: %w", err)
 	}
 	if s.fallback != nil {
-		return s.fallback.Reset(ctx, key, s.fallbackPolicy(p))
+		return s.fallback.Reset(ctx, key, s.fallbackPolicy(p), now)
 	}
 	return nil
 }

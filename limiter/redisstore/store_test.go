@@ -36,7 +36,6 @@ func TestNewValidates(t *testing.T) {
 		{"negative_cache", c, []Option{WithOverLimitCache(-1)}, ErrInvalidOption},
 		{"zero_batch", c, []Option{WithBatching(0, 1)}, ErrInvalidOption},
 		{"batch_too_big_for_lua_stack", c, []Option{WithBatching(MaxBatchSize+1, 1)}, ErrInvalidOption},
-		{"nil_clock", c, []Option{WithClock(nil)}, ErrInvalidOption},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -341,7 +340,7 @@ func TestReset(t *testing.T) {
 				awaitServerWindow(t, c, time.Minute)
 			}
 			clk := limitertest.New(t0.Add(time.Second))
-			s := newStore(t, c, WithClockSource(clock), WithClock(clk))
+			s := newStore(t, c, WithClockSource(clock))
 			l := newLimiter(t, p, s, clk)
 			for range 3 {
 				if _, err := l.Allow(ctx, "k", 1); err != nil {

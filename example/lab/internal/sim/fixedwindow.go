@@ -33,7 +33,6 @@ func newFixedWindow(cfg Config, keys int) (Model, error) {
 func newLimiterModel(p *limiter.Policy, keys int) (*limiterModel, error) {
 	clock := limitertest.New(time.Unix(0, 0))
 	store, err := limiter.NewMemoryStore(
-		limiter.WithMemoryClock(clock),
 		limiter.WithShards(1),
 		limiter.WithMaxKeys(max(keys*p.NumRates(), limiter.MaxWindows)),
 		limiter.WithSweepInterval(0),
