@@ -35,7 +35,19 @@ type bigBlock struct {
 // Write is on every request's path: it formats numbers into one heap block
 // per call (one allocation, see BenchmarkWrite) and sets the map with
 // pre-canonicalised names, never through fmt or Header.Set.
-func (w *Writer) Write(h http.Header, d *limiter.Decision) {
+//
+// The draft t is the time from the decision's own instant (DecidedAt) to
+// its reset. A Decision not made by limiter.Decide (a custom
+// middleware.Limiter's) has no instant: Write dates it by the system clock,
+// WriteAt by the instant it is given.
+func (w *Writer) Write(h http.Header, d *limiter.Decision) { w.WriteAt(h, d, time.Time{}) }
+
+// WriteAt is Write with now as the instant of a decision that carries none
+// of its own: the middleware passes the reading of the limiter's clock it
+// decided with, so that a fake clock in tests dates every header. now is
+// not used for a decision made by limiter.Decide, which is dated by
+// DecidedAt; the zero now stands for the system clock's reading.
+func (w *Writer) WriteAt(h http.Header, d *limiter.Decision, now time.Time) {
 	if d == nil || !w.legacy && !w.draft && d.Allowed {
 		if d != nil {
 			delete(h, w.names.RetryAfter)
@@ -86,13 +98,22 @@ func (w *Writer) Write(h http.Header, d *limiter.Decision) {
 	var policyValue string
 	if w.draft {
 		// The decision's own instant: no second clock reading, and the
-		// store's clock when it has one (Redis's TIME).
-		now := d.DecidedAt()
-		if d.Policy == nil { // a Decision not made by Decide
-			now = w.clock.Now()
+		// store's clock when it has one (Redis's TIME). A Decision not
+		// made by Decide (a custom middleware.Limiter's) has none: its
+		// DecidedAt is the Unix epoch, which would turn t into the
+		// reset's Unix time, so now dates it instead. A decision really
+		// made in the epoch's first millisecond is taken for undated too:
+		// the same t, and the deciding window alone.
+		at := d.DecidedAt()
+		dated := d.Policy != nil && at.UnixMilli() != 0
+		if !dated {
+			at = now
+			if at.IsZero() {
+				at = time.Now()
+			}
 		}
 		var s int
-		s, b, policyValue = w.appendDraft(b, d, now)
+		s, b, policyValue = w.appendDraft(b, d, at, dated)
 		add(w.names.RateLimit, s)
 	}
 	// The bytes are final: every value is a substring of one string that
@@ -140,8 +161,11 @@ func (w *Writer) writeLegacy(h http.Header, d *limiter.Decision) {
 }
 
 // appendDraft appends the RateLimit value of d to b and returns where it
-// starts, the new b and the RateLimit-Policy value.
-func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int, []byte, string) {
+// starts, the new b and the RateLimit-Policy value. An undated decision
+// (see WriteAt) describes its deciding window only: the status of the
+// others is computed from the decision's instant, which it lacks, so
+// WithEveryWindow lists the deciding window alone for it.
+func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time, dated bool) (int, []byte, string) {
 	start := len(b)
 	n := d.NumWindows()
 	if n == 0 {
@@ -150,7 +174,7 @@ func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int,
 		return start, b, string(appendPolicyItem(nil, q, d.Limit, d.Window))
 	}
 	info := w.policies.get(d.Policy)
-	if !w.everyWindow {
+	if !w.everyWindow || !dated {
 		i := info.index(d.Window)
 		if i < 0 {
 			q := `"` + windowName(d.Policy, d.Window) + `"`

@@ -30,7 +30,7 @@ func limitedServer(t *testing.T, limit int64) *httptest.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	mw, err := middleware.New(l, middleware.WithClock(clock))
+	mw, err := middleware.New(l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 // Package limitertest helps test code that is rate limited: a Clock that
 // moves only when told, so that a test crosses a window without sleeping.
 //
-// Give the clock to the limiter with limiter.WithClock:
+// Give the clock to the limiter with limiter.WithClock; it is the only
+// clock to set, since the store, the middleware and the headers all take
+// their instants from the limiter:
 //
 //	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC))
 //	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(2)), limiter.WithClock(clk))

@@ -11,7 +11,8 @@ import (
 	"github.com/fixedwindow/ratelimit/middleware"
 )
 
-// Moving the limiter's clock crosses the window without a sleep.
+// The limiter's clock is the only one to set: the middleware reads it for
+// every request, so moving it crosses the window without a sleep.
 func Example() {
 	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC))
 	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(2)), limiter.WithClock(clk))
