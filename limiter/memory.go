@@ -98,12 +98,14 @@ type memTable struct {
 	id       int64 // the window whose counts are held
 	start    int64 // its start, Unix ms
 	end      int64 // its end: the table is stale from then on
+	counts   counts
 	// deadline is when the window ends on the monotonic clock, in
 	// nanoseconds since the store's birth: the request that placed the
 	// table in its window said how far off the end was. The background
-	// sweep reads it, so that it needs no clock of its own.
+	// sweep reads it, so that it needs no clock of its own. It comes
+	// last so that the fields every request reads keep their places on
+	// the shard's first cache line.
 	deadline int64
-	counts   counts
 }
 
 // A MemoryOption configures NewMemoryStore.
