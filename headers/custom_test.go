@@ -46,9 +46,9 @@ func TestWriteDraftUndatedDecision(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWriter(t, append([]Option{WithDraftHeaders(), WithClock(clockAt(newYear))}, tt.opts...)...)
+			w := newWriter(t, append([]Option{WithDraftHeaders()}, tt.opts...)...)
 			h := http.Header{}
-			w.Write(h, &tt.d)
+			w.WriteAt(h, &tt.d, newYear)
 			if got := h.Get("RateLimit"); got != tt.rateLimit {
 				t.Errorf("RateLimit = %q, want %q", got, tt.rateLimit)
 			}
@@ -86,10 +86,10 @@ func TestWriteDraftIntegersFit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWriter(t, WithDraftHeaders(), WithClock(clockAt(newYear)))
+			w := newWriter(t, WithDraftHeaders())
 			d := tt.d()
 			h := http.Header{}
-			w.Write(h, &d)
+			w.WriteAt(h, &d, newYear)
 			if got := h.Get("RateLimit"); got != tt.rateLimit {
 				t.Errorf("RateLimit = %q, want %q", got, tt.rateLimit)
 			}

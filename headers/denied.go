@@ -3,6 +3,7 @@ package headers
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 )
@@ -13,10 +14,16 @@ import (
 // problem+json (WithProblemJSON). It never writes an error's text. Its
 // signature fits the middleware's denied-handler hook.
 func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter.Decision) {
+	w.WriteDeniedAt(rw, r, d, time.Time{})
+}
+
+// WriteDeniedAt is WriteDenied with now as the instant of a decision that
+// carries none of its own, as WriteAt takes it.
+func (w *Writer) WriteDeniedAt(rw http.ResponseWriter, r *http.Request, d *limiter.Decision, now time.Time) {
 	h := rw.Header()
 	retry := int64(1)
 	if d != nil {
-		w.Write(h, d)
+		w.WriteAt(h, d, now)
 		retry = RetryAfterSeconds(d.RetryAfter)
 	}
 	h[w.names.RetryAfter] = []string{strconv.FormatInt(retry, 10)}

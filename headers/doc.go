@@ -18,6 +18,9 @@
 // Header.Get does; WithNames renames them.
 //
 // Write runs on every request, so it costs one allocation and no fmt.
+// A decision is dated by its own instant (DecidedAt); the Writer keeps no
+// clock. WriteAt and WriteDeniedAt take the instant to date a decision that
+// has none, one a custom middleware.Limiter made.
 //
 // Typical use, outside the middleware (which calls these for you):
 //

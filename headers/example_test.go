@@ -8,18 +8,18 @@ import (
 	"time"
 
 	"github.com/fixedwindow/ratelimit/headers"
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 func ExampleWriter_Write() {
-	clk := fakeclock.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))
+	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))
 	lim, err := limiter.New(limiter.MustPolicy("default", limiter.PerMinute(100)), limiter.WithClock(clk))
 	if err != nil {
 		panic(err)
 	}
 	defer lim.Close()
-	hw, err := headers.New(headers.WithDraftHeaders(), headers.WithClock(clk))
+	hw, err := headers.New(headers.WithDraftHeaders())
 	if err != nil {
 		panic(err)
 	}
@@ -42,7 +42,7 @@ func ExampleWriter_Write() {
 }
 
 func ExampleWriter_WriteDenied() {
-	clk := fakeclock.New(time.Date(2026, 7, 31, 12, 0, 30, 500_000_000, time.UTC))
+	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 500_000_000, time.UTC))
 	lim, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(2)), limiter.WithClock(clk))
 	if err != nil {
 		panic(err)
@@ -65,6 +65,28 @@ func ExampleWriter_WriteDenied() {
 	// Output:
 	// 429 30 application/problem+json
 	// {"type":"about:blank","title":"Too Many Requests","status":429,"detail":"rate limit of 2 per 1m exceeded; retry in 30 seconds","retry_after":30,"violated-policies":["api"]}
+}
+
+// A Decision made some other way than by a limiter (here by hand, as a
+// custom middleware.Limiter would) carries no instant of its own: WriteAt
+// dates it, so that the draft t counts seconds until the reset. The
+// middleware passes the reading of the limiter's clock it decided with.
+func ExampleWriter_WriteAt() {
+	now := time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)
+	d := limiter.Decision{
+		Allowed: true, Limit: 10, Remaining: 7, Window: time.Minute,
+		ResetAt: now.Add(30 * time.Second),
+		Policy:  limiter.MustPolicy("custom", limiter.PerMinute(10)),
+	}
+	hw, err := headers.New(headers.WithDraftHeaders(), headers.WithoutLegacyHeaders())
+	if err != nil {
+		panic(err)
+	}
+	h := http.Header{}
+	hw.WriteAt(h, &d, now)
+	fmt.Println(h.Get("RateLimit"))
+	// Output:
+	// "custom";r=7;t=30
 }
 
 func ExampleRetryAfterSeconds() {

@@ -6,9 +6,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/testfixture"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // TestSharedHeaderScenarios writes the last decision of each scenario of
@@ -29,7 +29,7 @@ func TestSharedHeaderScenarios(t *testing.T) {
 			for _, r := range sc.Rates {
 				rates = append(rates, limiter.Rate{Limit: r.Limit, Window: r.Window})
 			}
-			clk := fakeclock.New(sc.Start)
+			clk := limitertest.New(sc.Start)
 			l, err := limiter.New(limiter.MustPolicy(sc.Policy, rates...), limiter.WithClock(clk))
 			if err != nil {
 				t.Fatal(err)
@@ -41,7 +41,7 @@ func TestSharedHeaderScenarios(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			opts := []Option{WithClock(clk)}
+			var opts []Option // the limiter's decisions carry their own instant
 			if sc.Draft {
 				opts = append(opts, WithDraftHeaders())
 			}

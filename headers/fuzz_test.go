@@ -65,7 +65,7 @@ func FuzzWrite(f *testing.F) {
 		}
 		_, d := limiter.Decide(p, prior, now, cost)
 		for _, every := range []bool{false, true} {
-			opts := []Option{WithDraftHeaders(), WithProblemJSON("", ""), fixedClock(now)}
+			opts := []Option{WithDraftHeaders(), WithProblemJSON("", "")}
 			if every {
 				opts = append(opts, WithEveryWindow())
 			}
@@ -74,10 +74,10 @@ func FuzzWrite(f *testing.F) {
 				t.Fatal(err)
 			}
 			h := http.Header{}
-			w.Write(h, &d)
+			w.WriteAt(h, &d, now)
 			checkWritten(t, h, &d, p, every)
 			rec := httptest.NewRecorder()
-			w.WriteDenied(rec, httptest.NewRequest(http.MethodGet, "/", nil), &d)
+			w.WriteDeniedAt(rec, httptest.NewRequest(http.MethodGet, "/", nil), &d, now)
 			if rec.Code != http.StatusTooManyRequests || !json.Valid(rec.Body.Bytes()) {
 				t.Fatalf("WriteDenied: status %d body %q", rec.Code, rec.Body.String())
 			}
@@ -160,9 +160,3 @@ func splitList(s string) []string {
 	}
 	return out
 }
-
-type clockAt time.Time
-
-func (c clockAt) Now() time.Time { return time.Time(c) }
-
-func fixedClock(t time.Time) Option { return WithClock(clockAt(t)) }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // noon30 is 12:00:30 UTC, thirty seconds before a minute boundary.
@@ -14,9 +14,9 @@ var noon30 = time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)
 
 // newLimiter returns a limiter for p on a fake clock reading at, closed
 // when the test ends.
-func newLimiter(t *testing.T, p *limiter.Policy, at time.Time) (*limiter.Limiter, *fakeclock.Clock) {
+func newLimiter(t *testing.T, p *limiter.Policy, at time.Time) (*limiter.Limiter, *limitertest.Clock) {
 	t.Helper()
-	clk := fakeclock.New(at)
+	clk := limitertest.New(at)
 	l, err := limiter.New(p, limiter.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,19 @@ type bigBlock struct {
 // Write is on every request's path: it formats numbers into one heap block
 // per call (one allocation, see BenchmarkWrite) and sets the map with
 // pre-canonicalised names, never through fmt or Header.Set.
-func (w *Writer) Write(h http.Header, d *limiter.Decision) {
+//
+// The draft t is the time from the decision's own instant (DecidedAt) to
+// its reset. A Decision not made by limiter.Decide (a custom
+// middleware.Limiter's) has no instant: Write dates it by the system clock,
+// WriteAt by the instant it is given.
+func (w *Writer) Write(h http.Header, d *limiter.Decision) { w.WriteAt(h, d, time.Time{}) }
+
+// WriteAt is Write with now as the instant of a decision that carries none
+// of its own: the middleware passes the reading of the limiter's clock it
+// decided with, so that a fake clock in tests dates every header. now is
+// not used for a decision made by limiter.Decide, which is dated by
+// DecidedAt; the zero now stands for the system clock's reading.
+func (w *Writer) WriteAt(h http.Header, d *limiter.Decision, now time.Time) {
 	if d == nil || !w.legacy && !w.draft && d.Allowed {
 		if d != nil {
 			delete(h, w.names.RetryAfter)
@@ -89,16 +101,19 @@ func (w *Writer) Write(h http.Header, d *limiter.Decision) {
 		// store's clock when it has one (Redis's TIME). A Decision not
 		// made by Decide (a custom middleware.Limiter's) has none: its
 		// DecidedAt is the Unix epoch, which would turn t into the
-		// reset's Unix time, so the writer's clock dates it instead. A
-		// decision really made in the epoch's first millisecond is taken
-		// for undated too: the same t, and the deciding window alone.
-		now := d.DecidedAt()
-		dated := d.Policy != nil && now.UnixMilli() != 0
+		// reset's Unix time, so now dates it instead. A decision really
+		// made in the epoch's first millisecond is taken for undated too:
+		// the same t, and the deciding window alone.
+		at := d.DecidedAt()
+		dated := d.Policy != nil && at.UnixMilli() != 0
 		if !dated {
-			now = w.clock.Now()
+			at = now
+			if at.IsZero() {
+				at = time.Now()
+			}
 		}
 		var s int
-		s, b, policyValue = w.appendDraft(b, d, now, dated)
+		s, b, policyValue = w.appendDraft(b, d, at, dated)
 		add(w.names.RateLimit, s)
 	}
 	// The bytes are final: every value is a substring of one string that
@@ -147,7 +162,7 @@ func (w *Writer) writeLegacy(h http.Header, d *limiter.Decision) {
 
 // appendDraft appends the RateLimit value of d to b and returns where it
 // starts, the new b and the RateLimit-Policy value. An undated decision
-// (see Write) describes its deciding window only: the status of the
+// (see WriteAt) describes its deciding window only: the status of the
 // others is computed from the decision's instant, which it lacks, so
 // WithEveryWindow lists the deciding window alone for it.
 func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time, dated bool) (int, []byte, string) {

@@ -3,8 +3,6 @@ package headers
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/fixedwindow/ratelimit/limiter"
 )
 
 // A Writer writes the rate-limit headers of a decision onto a response, and
@@ -17,7 +15,6 @@ type Writer struct {
 	draft       bool
 	everyWindow bool
 	problem     *problem
-	clock       limiter.Clock
 	policies    policyCache
 	ints        intCache
 }
@@ -35,7 +32,7 @@ type Option func(*Writer) error
 // X-RateLimit-Remaining and X-RateLimit-Reset on every decision,
 // Retry-After on denials, and a short plain-text 429 body.
 func New(opts ...Option) (*Writer, error) {
-	w := &Writer{names: DefaultNames(), legacy: true, clock: limiter.SystemClock{}}
+	w := &Writer{names: DefaultNames(), legacy: true}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
@@ -135,21 +132,6 @@ func WithProblemJSON(typeURI, title string) Option {
 			return fmt.Errorf("%w: problem title: %v", ErrInvalidOption, err)
 		}
 		w.problem = &problem{typ: t, title: ti}
-		return nil
-	}
-}
-
-// WithClock sets the clock that dates the draft reset parameter t for a
-// Decision that carries no instant of its own: one not made by
-// limiter.Decide, such as a custom middleware.Limiter's, whose DecidedAt
-// is the Unix epoch. Every decision a limiter returns is dated by its own
-// clock reading, DecidedAt. The default is the system clock.
-func WithClock(c limiter.Clock) Option {
-	return func(w *Writer) error {
-		if c == nil {
-			return fmt.Errorf("%w: nil clock", ErrInvalidOption)
-		}
-		w.clock = c
 		return nil
 	}
 }

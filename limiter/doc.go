@@ -20,6 +20,12 @@
 // was cancelled on its way through a remote store may still have been
 // charged (see [Store]).
 //
+// The limiter owns the one clock ([WithClock], the system clock by
+// default) and reads it once per decision; its store, and the middleware
+// and headers built on it, take their instants from it, so no other clock
+// is kept in step. Tests move a limitertest.Clock to cross a window
+// without sleeping; [Limiter.AllowAt] decides at an instant given instead.
+//
 //	p, err := limiter.NewPolicy("api", limiter.PerMinute(100), limiter.PerSecond(5))
 //	if err != nil {
 //		log.Fatal(err)

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 func ExampleLimiter_Allow() {
-	clk := fakeclock.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))
+	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))
 	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(3)), limiter.WithClock(clk))
 	if err != nil {
 		panic(err)
@@ -38,7 +38,7 @@ func ExampleNewPolicy_layered() {
 	if err != nil {
 		panic(err)
 	}
-	clk := fakeclock.New(time.Date(2026, 7, 31, 12, 0, 59, 0, time.UTC))
+	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 59, 0, time.UTC))
 	l, _ := limiter.New(p, limiter.WithClock(clk))
 	defer l.Close()
 	admitted := 0

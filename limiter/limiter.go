@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // A Limiter controls how often each key (a client, a user, an API key) may
@@ -63,7 +64,9 @@ func WithStore(s Store) Option {
 }
 
 // WithClock sets the clock (default SystemClock). Tests pass a fake clock
-// to cross windows without sleeping.
+// (limitertest.Clock) to cross windows without sleeping. It is the only
+// clock to set: the store, the middleware and the headers take their
+// instants from the limiter's requests, never from clocks of their own.
 func WithClock(c Clock) Option {
 	return func(l *Limiter) error {
 		if c == nil {
@@ -91,7 +94,7 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 		}
 	}
 	if l.store == nil {
-		s, err := NewMemoryStore(WithMemoryClock(l.clock))
+		s, err := NewMemoryStore()
 		if err != nil {
 			return nil, err
 		}
@@ -113,31 +116,56 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 // (a cost ≤ 0, an empty key, a closed limiter, a context already done) are
 // sure to have charged nothing.
 func (l *Limiter) Allow(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.take(ctx, key, cost, false)
+	if err := l.check(ctx, key, cost); err != nil {
+		return Decision{}, err
+	}
+	return l.store.Take(ctx, Request{Key: key, Policy: l.policy, Now: l.clock.Now(), Cost: cost})
+}
+
+// AllowAt is Allow at the instant now rather than the clock's reading.
+// The middleware reads the limiter's clock once per request and decides
+// with AllowAt, so that the same instant times the decision and dates its
+// headers.
+func (l *Limiter) AllowAt(ctx context.Context, key string, cost int64, now time.Time) (Decision, error) {
+	if err := l.check(ctx, key, cost); err != nil {
+		return Decision{}, err
+	}
+	return l.store.Take(ctx, Request{Key: key, Policy: l.policy, Now: now, Cost: cost})
 }
 
 // Peek answers what Allow would, charging nothing.
 func (l *Limiter) Peek(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.take(ctx, key, cost, true)
+	return l.PeekAt(ctx, key, cost, l.clock.Now())
 }
 
-func (l *Limiter) take(ctx context.Context, key string, cost int64, peek bool) (Decision, error) {
-	if l.closed.Load() {
-		return Decision{}, ErrClosed
-	}
-	if cost <= 0 {
-		return Decision{}, ErrInvalidCost
-	}
-	if key == "" {
-		return Decision{}, ErrInvalidKey
-	}
-	if err := ctx.Err(); err != nil {
+// PeekAt is Peek at the instant now rather than the clock's reading.
+func (l *Limiter) PeekAt(ctx context.Context, key string, cost int64, now time.Time) (Decision, error) {
+	if err := l.check(ctx, key, cost); err != nil {
 		return Decision{}, err
 	}
-	return l.store.Take(ctx, Request{Key: key, Policy: l.policy, Now: l.clock.Now(), Cost: cost, Peek: peek})
+	return l.store.Take(ctx, Request{Key: key, Policy: l.policy, Now: now, Cost: cost, Peek: true})
+}
+
+// check reports what no store need be asked: a closed limiter, a cost of
+// zero or less, an empty key, a done context. Each method builds its
+// Request in place: a shared helper taking the instant as an argument
+// spilled its arguments to the stack and cost Allow 5 ns.
+func (l *Limiter) check(ctx context.Context, key string, cost int64) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if cost <= 0 {
+		return ErrInvalidCost
+	}
+	if key == "" {
+		return ErrInvalidKey
+	}
+	return ctx.Err()
 }
 
 // Reset forgets key's counters: its next request starts a fresh budget.
+// It reads the clock once, for stores that find the current windows by
+// the time (see Store).
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.closed.Load() {
 		return ErrClosed
@@ -148,11 +176,15 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return l.store.Reset(ctx, key, l.policy)
+	return l.store.Reset(ctx, key, l.policy, l.clock.Now())
 }
 
 // Policy returns the limiter's policy.
 func (l *Limiter) Policy() *Policy { return l.policy }
+
+// Clock returns the limiter's clock, the one clock its requests are
+// decided by. The middleware reads it to date requests for AllowAt.
+func (l *Limiter) Clock() Clock { return l.clock }
 
 // Store returns the limiter's store.
 func (l *Limiter) Store() Store { return l.store }

@@ -9,17 +9,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 var noon = time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC)
 
 // newTestLimiter returns a limiter on its own in-memory store, driven by a
 // fake clock set to start.
-func newTestLimiter(t testing.TB, p *Policy, start time.Time) (*Limiter, *fakeclock.Clock, *MemoryStore) {
+func newTestLimiter(t testing.TB, p *Policy, start time.Time) (*Limiter, *limitertest.Clock, *MemoryStore) {
 	t.Helper()
-	clk := fakeclock.New(start)
-	st, err := NewMemoryStore(WithMemoryClock(clk), WithSweepInterval(0), WithShards(16))
+	clk := limitertest.New(start)
+	st, err := NewMemoryStore(WithSweepInterval(0), WithShards(16))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestResetForgetsKey(t *testing.T) {
 
 func TestPoliciesOnOneStoreAreSeparate(t *testing.T) {
 	t.Parallel()
-	clk := fakeclock.New(noon)
+	clk := limitertest.New(noon)
 	st, err := NewMemoryStore(WithSweepInterval(0))
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +391,7 @@ func TestConcurrentOneKeyAdmitsExactlyTheLimit(t *testing.T) {
 
 func TestClosedLimiterOnSharedStore(t *testing.T) {
 	t.Parallel()
-	clk := fakeclock.New(noon)
+	clk := limitertest.New(noon)
 	st := newTestStore(t)
 	a, _ := New(tenPerMinute(), WithStore(st), WithClock(clk))
 	b, _ := New(MustPolicy("b", PerMinute(10)), WithStore(st), WithClock(clk))
@@ -427,5 +427,62 @@ func TestExtremeClocks(t *testing.T) {
 				t.Fatalf("at %d ms, request %d: %+v", at.UnixMilli(), i+1, d)
 			}
 		}
+	}
+}
+
+// resetRecorder is a store that records the instant Reset is given.
+type resetRecorder struct {
+	*MemoryStore
+	at time.Time
+}
+
+func (r *resetRecorder) Reset(ctx context.Context, key string, p *Policy, now time.Time) error {
+	r.at = now
+	return r.MemoryStore.Reset(ctx, key, p, now)
+}
+
+// TestResetPassesTheLimitersInstant: a store that names windows by the
+// time (redisstore under AppClock) finds them with the limiter's clock,
+// not one of its own.
+func TestResetPassesTheLimitersInstant(t *testing.T) {
+	t.Parallel()
+	clk := limitertest.New(noon.Add(42 * time.Second))
+	st := &resetRecorder{MemoryStore: newTestStore(t)}
+	l, err := New(tenPerMinute(), WithStore(st), WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reset(context.Background(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if want := clk.Now(); !st.at.Equal(want) {
+		t.Fatalf("Reset got the instant %v, want the limiter's clock reading %v", st.at, want)
+	}
+}
+
+// TestAllowAtDecidesAtTheGivenInstant: AllowAt and PeekAt take the
+// instant instead of reading the clock, as Allow and Peek do, and Clock
+// returns the clock that Allow reads.
+func TestAllowAtDecidesAtTheGivenInstant(t *testing.T) {
+	t.Parallel()
+	l, clk, _ := newTestLimiter(t, MustPolicy("m", PerMinute(1)), noon)
+	if got := l.Clock(); got != Clock(clk) {
+		t.Fatalf("Clock() = %v, want the clock given to WithClock", got)
+	}
+	ctx := context.Background()
+	if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed || !d.DecidedAt().Equal(noon) {
+		t.Fatalf("Allow on the clock at 12:00 = %+v, %v; want allowed, decided at 12:00", d, err)
+	}
+	if d, err := l.PeekAt(ctx, "k", 1, noon.Add(time.Minute)); err != nil || !d.Allowed || !d.DecidedAt().Equal(noon.Add(time.Minute)) {
+		t.Fatalf("PeekAt(12:01) = %+v, %v; want allowed, decided at 12:01", d, err)
+	}
+	if d, err := l.AllowAt(ctx, "k", 1, noon.Add(time.Minute)); err != nil || !d.Allowed {
+		t.Fatalf("AllowAt(12:01) = %+v, %v; want allowed: PeekAt charged nothing", d, err)
+	}
+	if d, err := l.AllowAt(ctx, "k", 1, noon.Add(time.Minute)); err != nil || d.Allowed {
+		t.Fatalf("second AllowAt(12:01) = %+v, %v; want refused", d, err)
+	}
+	if clk.Now() != noon {
+		t.Fatalf("the clock moved to %v; AllowAt must not move it", clk.Now())
 	}
 }

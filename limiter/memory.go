@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -45,6 +46,14 @@ const smallTable = 64
 // forward, so one that reads a glitched clock costs at most the counts of
 // the windows then current.
 //
+// The store keeps no clock of its own: the instants it decides at are the
+// requests' (Request.Now, the limiter's clock). The background sweep frees
+// a table once its window has ended by the instant that last placed the
+// table in its window, plus the time elapsed since on the monotonic clock.
+// So a store under a fake clock sweeps in the fake clock's time, a store
+// shared by limiters sweeps by their requests, and a request that reads a
+// glitched clock misleads the sweep about the tables it moved, no others.
+//
 // Memory is bounded by MaxKeys counters (a layered policy uses one counter
 // per window), enforced per shard as MaxKeys/Shards; the shard count is
 // lowered if need be so that each shard holds at least MaxWindows. Keys
@@ -68,7 +77,7 @@ type MemoryStore struct {
 	shards    []memShard
 	mask      uint64
 	perShard  int
-	clock     Clock
+	born      time.Time // the monotonic origin of the tables' deadlines
 	evictions atomic.Uint64
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -81,7 +90,7 @@ type memShard struct {
 	n      int         // counters held, over all tables
 	first  memTable    // the first window length seen, inline: read on the lock's cache lines
 	tables []*memTable // every table, first included once used
-	_      [16]byte    // to 128 bytes: two cache lines of its own
+	_      [8]byte     // to 128 bytes: two cache lines of its own
 }
 
 type memTable struct {
@@ -90,6 +99,13 @@ type memTable struct {
 	start    int64 // its start, Unix ms
 	end      int64 // its end: the table is stale from then on
 	counts   counts
+	// deadline is when the window ends on the monotonic clock, in
+	// nanoseconds since the store's birth: the request that placed the
+	// table in its window said how far off the end was. The background
+	// sweep reads it, so that it needs no clock of its own. It comes
+	// last so that the fields every request reads keep their places on
+	// the shard's first cache line.
+	deadline int64
 }
 
 // A MemoryOption configures NewMemoryStore.
@@ -98,7 +114,6 @@ type MemoryOption func(*memoryConfig)
 type memoryConfig struct {
 	maxKeys, shards int
 	sweep           time.Duration
-	clock           Clock
 }
 
 // WithMaxKeys bounds the counters held (default DefaultMaxKeys).
@@ -110,16 +125,13 @@ func WithShards(n int) MemoryOption { return func(c *memoryConfig) { c.shards = 
 
 // WithSweepInterval sets how often a background sweep frees the tables of
 // past windows that no request has touched (default DefaultSweepInterval).
-// Zero disables the sweep; tables are then freed only when touched.
+// Zero disables the sweep; tables are then freed only when touched, or by
+// Sweep. The sweep reads no clock of the caller's: see MemoryStore.
 func WithSweepInterval(d time.Duration) MemoryOption { return func(c *memoryConfig) { c.sweep = d } }
-
-// WithMemoryClock sets the clock the sweep reads (default SystemClock). Use
-// the limiter's clock.
-func WithMemoryClock(clk Clock) MemoryOption { return func(c *memoryConfig) { c.clock = clk } }
 
 // NewMemoryStore returns an in-memory store. Close it to stop its sweep.
 func NewMemoryStore(opts ...MemoryOption) (*MemoryStore, error) {
-	cfg := memoryConfig{maxKeys: DefaultMaxKeys, shards: DefaultShards, sweep: DefaultSweepInterval, clock: SystemClock{}}
+	cfg := memoryConfig{maxKeys: DefaultMaxKeys, shards: DefaultShards, sweep: DefaultSweepInterval}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -131,8 +143,6 @@ func NewMemoryStore(opts ...MemoryOption) (*MemoryStore, error) {
 			ErrInvalidOption, cfg.maxKeys, MaxWindows, MaxWindows)
 	case cfg.sweep < 0:
 		return nil, fmt.Errorf("%w: memory store: sweep interval %v must be ≥ 0", ErrInvalidOption, cfg.sweep)
-	case cfg.clock == nil:
-		return nil, fmt.Errorf("%w: memory store: clock is nil", ErrInvalidOption)
 	}
 	// Every shard must hold at least MaxWindows counters, so that a full
 	// shard always has a counter of another key to evict.
@@ -145,7 +155,7 @@ func NewMemoryStore(opts ...MemoryOption) (*MemoryStore, error) {
 		shards:   make([]memShard, n),
 		mask:     uint64(n - 1),
 		perShard: cfg.maxKeys / n,
-		clock:    cfg.clock,
+		born:     time.Now(),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -181,7 +191,7 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (d Decision, err er
 		tabs  [MaxWindows]*memTable
 	)
 	sh.mu.Lock()
-	now := sh.prepare(p, req.Now, &tabs)
+	now := sh.prepare(p, req.Now, &tabs, &s.born)
 	for i := range p.rates {
 		t := tabs[i]
 		var c int64
@@ -229,8 +239,10 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (d Decision, err er
 // than a window): its counts are stale and dropped, so that no glitch can
 // lock a key out for longer than one window. The windows of a layered
 // policy are all decided at one instant, the latest start among the tables
-// exactly one window ahead.
-func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTable) time.Time {
+// exactly one window ahead. A table made or moved here takes its deadline
+// for the background sweep from that instant and born, the store's
+// monotonic origin; only then is the monotonic clock read.
+func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTable, born *time.Time) time.Time {
 	ms := now.UnixMilli()
 	if ms > msBound || ms < -msBound {
 		ms = max(min(ms, msBound), -msBound) // as Decide does: no window arithmetic can overflow
@@ -238,7 +250,7 @@ func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTabl
 	}
 	current := true
 	for i := range p.rates {
-		t := sh.table(p.spans[i].ms, ms)
+		t := sh.table(p.spans[i].ms, ms, born)
 		tabs[i] = t
 		current = current && ms >= t.start && ms < t.end
 	}
@@ -251,9 +263,10 @@ func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTabl
 			latest = max(latest, t.start)
 		}
 	}
+	mono := int64(time.Since(*born))
 	for i := range p.rates {
 		if t := tabs[i]; latest < t.start || latest >= t.end {
-			sh.drop(t, latest)
+			sh.drop(t, latest, mono)
 		}
 	}
 	sh.sweep(latest)
@@ -265,7 +278,7 @@ func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTabl
 
 // table returns the shard's table for windows of windowMs, making one in
 // the window of ms if there is none.
-func (sh *memShard) table(windowMs, ms int64) *memTable {
+func (sh *memShard) table(windowMs, ms int64, born *time.Time) *memTable {
 	if sh.first.windowMs == windowMs {
 		return &sh.first
 	}
@@ -279,15 +292,28 @@ func (sh *memShard) table(windowMs, ms int64) *memTable {
 		t = &sh.first
 		t.windowMs = windowMs
 	}
-	t.id, t.start, t.end = WindowID(ms, windowMs)
+	t.place(ms, int64(time.Since(*born)))
 	sh.tables = append(sh.tables, t)
 	return t
 }
 
-// drop forgets a table's counts and moves it to the window of ms.
-func (sh *memShard) drop(t *memTable, ms int64) {
+// drop forgets a table's counts and moves it to the window of ms, read at
+// mono on the store's monotonic clock.
+func (sh *memShard) drop(t *memTable, ms, mono int64) {
 	sh.free(t)
+	t.place(ms, mono)
+}
+
+// place puts t in the window of ms, an instant read at mono on the store's
+// monotonic clock.
+func (t *memTable) place(ms, mono int64) {
 	t.id, t.start, t.end = WindowID(ms, t.windowMs)
+	left := t.end - ms // in (0, windowMs]: a window may last 2^53 ms, too long for nanoseconds
+	if left > (math.MaxInt64-mono)/int64(time.Millisecond) {
+		t.deadline = math.MaxInt64
+		return
+	}
+	t.deadline = mono + left*int64(time.Millisecond)
 }
 
 // free forgets a table's counts, leaving its window as it is.
@@ -337,8 +363,9 @@ func (s *MemoryStore) makeRoom(sh *memShard, h uint64, ms int64) {
 	}
 }
 
-// Reset forgets key's counters under p.
-func (s *MemoryStore) Reset(ctx context.Context, key string, p *Policy) error {
+// Reset forgets key's counters under p, in whatever window they are: now
+// is not needed.
+func (s *MemoryStore) Reset(ctx context.Context, key string, p *Policy, _ time.Time) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -379,16 +406,32 @@ func (s *MemoryStore) MaxKeys() int { return s.perShard * len(s.shards) }
 // each one a client whose budget started again early.
 func (s *MemoryStore) Evictions() uint64 { return s.evictions.Load() }
 
-// Sweep frees the counters of every window that has passed by now. The
-// background sweep calls it; so may callers that disabled it. It moves no
-// window forward (the next request does), so a Sweep at a wrong instant
-// costs at most the counts of the windows current then.
+// Sweep frees the counters of every window that has passed by now, for
+// callers that disabled the background sweep or that want it done at a
+// known instant. It moves no window forward (the next request does), so a
+// Sweep at a wrong instant costs at most the counts of the windows current
+// then.
 func (s *MemoryStore) Sweep(now time.Time) {
 	ms := now.UnixMilli()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		sh.sweep(ms)
+		sh.mu.Unlock()
+	}
+}
+
+// sweepEnded is the background sweep: it frees the counts of every table
+// whose deadline has passed at mono, on the store's monotonic clock.
+func (s *MemoryStore) sweepEnded(mono int64) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for _, t := range sh.tables {
+			if mono >= t.deadline {
+				sh.free(t)
+			}
+		}
 		sh.mu.Unlock()
 	}
 }
@@ -402,7 +445,7 @@ func (s *MemoryStore) sweepLoop(every time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.Sweep(s.clock.Now())
+			s.sweepEnded(int64(time.Since(s.born)))
 		}
 	}
 }

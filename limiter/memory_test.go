@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 )
 
 func newTestStore(t testing.TB, opts ...MemoryOption) *MemoryStore {
@@ -42,7 +40,6 @@ func TestNewMemoryStoreErrors(t *testing.T) {
 		{"zero_max_keys", WithMaxKeys(0), "max keys 0"},
 		{"fewer_keys_than_one_layered_policy_needs", WithMaxKeys(MaxWindows - 1), "must be ≥ 4"},
 		{"negative_sweep", WithSweepInterval(-time.Second), "sweep interval"},
-		{"nil_clock", WithMemoryClock(nil), "clock is nil"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,22 +184,32 @@ func TestMemoryStoreRotationFreesPastWindow(t *testing.T) {
 	}
 }
 
-func TestMemoryStoreSweepLoopUsesClock(t *testing.T) {
+// TestMemoryStoreSweepLoopKeepsRequestsTime: the background sweep has no
+// clock of its own; it frees a table when its window has ended by the
+// instant of the request that placed it there, plus the real time elapsed
+// since. A store under a fake clock in 2030 sweeps in 2030: a window the
+// request left 50ms of is freed within moments, one it left an hour of is
+// kept, whatever the wall clock says.
+func TestMemoryStoreSweepLoopKeepsRequestsTime(t *testing.T) {
 	t.Parallel()
-	clk := fakeclock.New(noon)
-	st, err := NewMemoryStore(WithSweepInterval(time.Millisecond), WithMemoryClock(clk))
+	at := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	st, err := NewMemoryStore(WithSweepInterval(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	take(t, st, MustPolicy("m", PerMinute(5)), "k", noon)
-	clk.Advance(time.Minute)
+	take(t, st, MustPolicy("h", PerHour(5)), "k", at)
+	take(t, st, MustPolicy("m", PerMinute(5)), "k", at.Add(time.Minute-50*time.Millisecond))
 	deadline := time.Now().Add(10 * time.Second)
-	for st.Len() != 0 {
+	for st.Len() != 1 {
 		if time.Now().After(deadline) {
-			t.Fatal("background sweep never freed the past window")
+			t.Fatalf("background sweep never freed the past window: %d counters held, want 1", st.Len())
 		}
 		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // many sweeps more
+	if n := st.Len(); n != 1 {
+		t.Fatalf("background sweep freed a window the request left an hour of: %d counters held, want 1", n)
 	}
 }
 
@@ -265,10 +272,10 @@ func TestMemoryStoreCloseIsIdempotentAndStopsSweep(t *testing.T) {
 func TestMemoryStoreResetOfUnknownKey(t *testing.T) {
 	t.Parallel()
 	st := newTestStore(t)
-	if err := st.Reset(context.Background(), "nobody", tenPerMinute()); err != nil {
+	if err := st.Reset(context.Background(), "nobody", tenPerMinute(), noon); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Reset(context.Background(), "k", nil); !errors.Is(err, ErrInvalidPolicy) {
+	if err := st.Reset(context.Background(), "k", nil, noon); !errors.Is(err, ErrInvalidPolicy) {
 		t.Fatalf("Reset with nil policy = %v, want ErrInvalidPolicy", err)
 	}
 }

@@ -41,8 +41,11 @@ type Request struct {
 // (ErrInvalidCost, ErrInvalidKey, ErrInvalidPolicy) charge nothing.
 type Store interface {
 	Take(ctx context.Context, req Request) (Decision, error)
-	// Reset forgets key's counters under p.
-	Reset(ctx context.Context, key string, p *Policy) error
+	// Reset forgets key's counters under p. now is the instant of the
+	// reset, read once from the limiter's clock, as Request.Now is: a
+	// store that names windows by the time finds the current ones with
+	// it, and keeps no clock of its own.
+	Reset(ctx context.Context, key string, p *Policy, now time.Time) error
 }
 
 // check reports a request no store should decide: a nil or zero policy, a

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/testfixture"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // TestSharedTraffic replays the patterns of the top-level
@@ -31,8 +31,8 @@ func TestSharedTraffic(t *testing.T) {
 				t.Fatalf("%s: no fixed-window count in its expect line", file)
 			}
 			epoch := time.Unix(0, 0)
-			clk := fakeclock.New(epoch)
-			store, err := limiter.NewMemoryStore(limiter.WithMemoryClock(clk), limiter.WithSweepInterval(0))
+			clk := limitertest.New(epoch)
+			store, err := limiter.NewMemoryStore(limiter.WithSweepInterval(0))
 			if err != nil {
 				t.Fatal(err)
 			}

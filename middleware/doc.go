@@ -45,6 +45,10 @@
 // decision, error and key failure; package middleware/metrics turns them
 // into Prometheus metrics.
 //
+// The middleware keeps no clock: it reads the limiter's once per request,
+// decides at that instant, and times and dates by it (see [Limiter]), so a
+// test that moves the limiter's limitertest.Clock moves everything.
+//
 //	p := limiter.MustPolicy("api", limiter.PerMinute(100))
 //	l, err := limiter.New(p)
 //	if err != nil {

@@ -9,16 +9,13 @@ import (
 
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
 
-// stoppedClock always reads 12:00:30 UTC, so that the examples' output is
-// stable; a server uses the default system clock.
-type stoppedClock struct{}
-
-func (stoppedClock) Now() time.Time { return time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC) }
-
-// hello is the handler being protected.
+// hello is the handler being protected. The examples' limiters read a
+// limitertest.Clock stopped at 12:00:30 UTC, so that their output is
+// stable; a server leaves the default system clock.
 var hello = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "hello")
 })
@@ -39,7 +36,7 @@ func show(h http.Handler, remoteAddr string, header ...string) {
 // Two requests a minute per client address: the third is refused until
 // the minute ends, 30 seconds later.
 func ExampleNew() {
-	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(2)), limiter.WithClock(stoppedClock{}))
+	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(2)), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -65,12 +62,12 @@ func ExampleNew() {
 // A limit per address and a tighter one per user, on one route: one set of
 // headers, from whichever limit is closer to refusing.
 func ExampleWithLimiter() {
-	perIP, err := limiter.New(limiter.MustPolicy("per-ip", limiter.PerMinute(4)), limiter.WithClock(stoppedClock{}))
+	perIP, err := limiter.New(limiter.MustPolicy("per-ip", limiter.PerMinute(4)), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer perIP.Close()
-	perUser, err := limiter.New(limiter.MustPolicy("per-user", limiter.PerMinute(2)), limiter.WithClock(stoppedClock{}))
+	perUser, err := limiter.New(limiter.MustPolicy("per-user", limiter.PerMinute(2)), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -101,7 +98,7 @@ func ExampleWithLimiter() {
 // Shadow mode counts and reports what the limit would do, and refuses
 // nothing.
 func ExampleWithShadow() {
-	l, err := limiter.New(limiter.MustPolicy("new-limit", limiter.PerMinute(1)), limiter.WithClock(stoppedClock{}))
+	l, err := limiter.New(limiter.MustPolicy("new-limit", limiter.PerMinute(1)), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -128,12 +125,12 @@ func ExampleWithShadow() {
 // Plan tiers: the resolver picks the limiter from the authenticated user's
 // plan; here a header stands in for the authentication.
 func ExampleWithResolver() {
-	free, err := limiter.New(limiter.MustPolicy("free", limiter.PerMinute(100)), limiter.WithClock(stoppedClock{}))
+	free, err := limiter.New(limiter.MustPolicy("free", limiter.PerMinute(100)), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer free.Close()
-	paid, err := limiter.New(limiter.MustPolicy("paid", limiter.PerMinute(10_000)), limiter.WithClock(stoppedClock{}))
+	paid, err := limiter.New(limiter.MustPolicy("paid", limiter.PerMinute(10_000)), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -162,7 +159,7 @@ func ExampleWithResolver() {
 
 // Health checks are exempt: never counted, never refused.
 func ExampleWithExempt() {
-	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(1)), limiter.WithClock(stoppedClock{}))
+	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(1)), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/fixedwindow/ratelimit/headers"
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/testfixture"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
 
@@ -32,13 +32,13 @@ func TestSharedHeaderScenarios(t *testing.T) {
 			for _, r := range sc.Rates {
 				rates = append(rates, limiter.Rate{Limit: r.Limit, Window: r.Window})
 			}
-			clk := fakeclock.New(sc.Start)
+			clk := limitertest.New(sc.Start)
 			l, err := limiter.New(limiter.MustPolicy(sc.Policy, rates...), limiter.WithClock(clk))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			hopts := []headers.Option{headers.WithClock(clk)}
+			var hopts []headers.Option // the limiter's clock dates its decisions
 			if sc.Draft {
 				hopts = append(hopts, headers.WithDraftHeaders())
 			}
@@ -47,7 +47,7 @@ func TestSharedHeaderScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			key := func(*http.Request) (string, error) { return "client", nil }
-			mw, err := middleware.New(l, middleware.WithKey(key), middleware.WithHeaders(hw), middleware.WithClock(clk))
+			mw, err := middleware.New(l, middleware.WithKey(key), middleware.WithHeaders(hw))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
 
@@ -133,4 +133,4 @@ func wantHeaders(t *testing.T, w *httptest.ResponseRecorder, want map[string]str
 	}
 }
 
-func newFakeClock(t time.Time) *fakeclock.Clock { return fakeclock.New(t) }
+func newFakeClock(t time.Time) *limitertest.Clock { return limitertest.New(t) }

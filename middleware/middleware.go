@@ -13,6 +13,16 @@ import (
 
 // A Limiter decides whether a key may spend a cost now. *limiter.Limiter
 // satisfies it; so does any wrapper with the same two methods.
+//
+// *limiter.Limiter also has Clock() limiter.Clock and AllowAt(ctx, key,
+// cost, now time.Time), and a wrapper may too: the middleware then reads
+// that clock once per request, decides with AllowAt at that instant, times
+// the decision for the observer by the same clock, and dates with it the
+// headers of a decision that carries no instant of its own. So a test that
+// sets the limiter's clock (limitertest.Clock) sets the middleware's. A
+// Limiter without them is asked with Allow and timed by the system clock,
+// and its decisions, which limiter.Decide did not make, are dated by the
+// system clock.
 type Limiter interface {
 	// Allow decides and charges, as limiter.Limiter.Allow does: a
 	// refusal is a Decision with Allowed false and a nil error.
@@ -22,7 +32,17 @@ type Limiter interface {
 	Policy() *limiter.Policy
 }
 
-var _ Limiter = (*limiter.Limiter)(nil)
+var (
+	_ Limiter        = (*limiter.Limiter)(nil)
+	_ clockedLimiter = (*limiter.Limiter)(nil)
+)
+
+// A clockedLimiter says which clock its decisions are made by and decides
+// at an instant read from it, as *limiter.Limiter does.
+type clockedLimiter interface {
+	Clock() limiter.Clock
+	AllowAt(ctx context.Context, key string, cost int64, now time.Time) (limiter.Decision, error)
+}
 
 // MaxLimiters is the most limiters one middleware applies: the one given
 // to New and those added with WithLimiter.
@@ -30,8 +50,9 @@ const MaxLimiters = 4
 
 // A rule is one limiter and the key it is applied to.
 type rule struct {
-	lim Limiter
-	key keyfunc.Func
+	lim     Limiter
+	key     keyfunc.Func
+	clocked clockedLimiter // lim, if it is one; nil otherwise
 }
 
 // A handler is the middleware wrapped around one next handler. Everything
@@ -49,7 +70,7 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 	if l == nil || l.Policy() == nil {
 		return nil, fmt.Errorf("%w: limiter is nil or has no policy", ErrInvalidOption)
 	}
-	c := &config{clock: limiter.SystemClock{}}
+	c := &config{}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
@@ -70,6 +91,9 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 	if len(c.rules) > MaxLimiters {
 		return nil, fmt.Errorf("%w: %d limiters, at most %d", ErrInvalidOption, len(c.rules), MaxLimiters)
 	}
+	for i := range c.rules {
+		c.rules[i].clocked, _ = c.rules[i].lim.(clockedLimiter)
+	}
 	if c.headers == nil {
 		w, err := headers.New()
 		if err != nil {
@@ -78,11 +102,11 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 		c.headers = w
 	}
 	if c.denied == nil {
-		c.denied = c.headers.WriteDenied
+		c.deny = c.headers.WriteDeniedAt
 	} else {
 		custom := c.denied
-		c.denied = func(w http.ResponseWriter, r *http.Request, d *limiter.Decision) {
-			c.headers.Write(w.Header(), d)
+		c.deny = func(w http.ResponseWriter, r *http.Request, d *limiter.Decision, now time.Time) {
+			c.headers.WriteAt(w.Header(), d, now)
 			custom(w, r, d)
 		}
 	}
@@ -132,25 +156,23 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	var best limiter.Decision
+	var bestAt time.Time
 	decided := false
 	for i := range c.rules {
-		lim := c.rules[i].lim
+		lim, clocked := c.rules[i].lim, c.rules[i].clocked
 		if i == 0 && c.resolve != nil {
 			if rl := c.resolve(r); rl != nil {
 				lim = rl
+				clocked, _ = rl.(clockedLimiter)
 			}
 		}
-		var start time.Time
-		if c.observe != nil {
-			start = c.clock.Now()
-		}
-		d, err := lim.Allow(ctx, keys[i], cost)
+		d, at, took, err := allow(ctx, lim, clocked, keys[i], cost, c.observe != nil)
 		outcome := outcomeOf(d, err, c.shadow)
 		if c.observe != nil {
 			c.observe(Event{
 				Request: r, Key: keys[i], Policy: lim.Policy(), Outcome: outcome,
 				Decision: d, Err: err, FailOpen: err != nil && c.failOpen,
-				Duration: c.clock.Now().Sub(start),
+				Duration: took,
 			})
 		}
 		switch outcome {
@@ -165,11 +187,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// heap: the handler is a func value the compiler cannot see
 			// through.
 			refused := d
-			c.denied(w, r, &refused)
+			c.deny(w, r, &refused, at)
 			return
 		}
 		if !decided || moreRestrictive(&d, &best) {
-			best, decided = d, true
+			best, bestAt, decided = d, at, true
 		}
 		if outcome == ShadowDenied {
 			// Enforcing would have refused here and asked no later
@@ -186,9 +208,34 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// little is left but carries no Retry-After.
 			best.Allowed, best.RetryAfter = true, 0
 		}
-		c.headers.Write(w.Header(), &best)
+		c.headers.WriteAt(w.Header(), &best, bestAt)
 	}
 	h.next.ServeHTTP(w, r)
+}
+
+// allow asks lim for one decision. A clocked limiter (clocked is lim, or
+// nil) decides at one reading of its own clock, which also times it and is
+// returned to date the decision's headers. Any other limiter is timed by
+// the system clock, and only when timed is set; its zero instant leaves the
+// dating of its decision to the header writer's system clock.
+func allow(ctx context.Context, lim Limiter, clocked clockedLimiter, key string, cost int64, timed bool) (d limiter.Decision, at time.Time, took time.Duration, err error) {
+	if clocked != nil {
+		clk := clocked.Clock()
+		at = clk.Now()
+		d, err = clocked.AllowAt(ctx, key, cost, at)
+		if timed {
+			took = clk.Now().Sub(at)
+		}
+		return d, at, took, err
+	}
+	if timed {
+		at = time.Now()
+	}
+	d, err = lim.Allow(ctx, key, cost)
+	if timed {
+		took = time.Since(at)
+	}
+	return d, at, took, err
 }
 
 func outcomeOf(d limiter.Decision, err error, shadow bool) Outcome {

@@ -3,6 +3,7 @@ package middleware
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/keyfunc"
@@ -31,13 +32,13 @@ type config struct {
 	resolve    func(*http.Request) Limiter
 	exempt     func(*http.Request) bool
 	denied     DeniedHandler
+	deny       func(http.ResponseWriter, *http.Request, *limiter.Decision, time.Time) // denied, or the default, after the headers
 	onError    ErrorHandler
 	onKeyError ErrorHandler
 	failOpen   bool
 	shadow     bool
 	observe    Observer
 	headers    *headers.Writer
-	clock      limiter.Clock
 	err        error
 }
 
@@ -202,16 +203,5 @@ func WithHeaders(w *headers.Writer) Option {
 			c.fail("WithHeaders", "writer is nil")
 		}
 		c.headers = w
-	}
-}
-
-// WithClock sets the clock that times decisions for the observer (default
-// limiter.SystemClock). It does not change the limiter's own clock.
-func WithClock(clk limiter.Clock) Option {
-	return func(c *config) {
-		if clk == nil {
-			c.fail("WithClock", "clock is nil")
-		}
-		c.clock = clk
 	}
 }

@@ -33,7 +33,6 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 		{"nil_key_error_handler", ok, []middleware.Option{middleware.WithKeyErrorHandler(nil)}, "WithKeyErrorHandler"},
 		{"nil_observer", ok, []middleware.Option{middleware.WithObserver(nil)}, "WithObserver"},
 		{"nil_headers", ok, []middleware.Option{middleware.WithHeaders(nil)}, "WithHeaders"},
-		{"nil_clock", ok, []middleware.Option{middleware.WithClock(nil)}, "WithClock"},
 		{"extra_limiter_nil", ok, []middleware.Option{middleware.WithLimiter(nil, key)}, "WithLimiter"},
 		{"extra_limiter_without_policy", ok, []middleware.Option{middleware.WithLimiter(noPolicy, key)}, "WithLimiter"},
 		{"extra_limiter_nil_key", ok, []middleware.Option{middleware.WithLimiter(ok, nil)}, "WithLimiter"},

@@ -52,8 +52,8 @@ func (s *OtterStore) Take(ctx context.Context, req limiter.Request) (limiter.Dec
 	return d, nil
 }
 
-// Reset forgets key under p.
-func (s *OtterStore) Reset(ctx context.Context, key string, p *limiter.Policy) error {
+// Reset forgets key under p, in whatever window.
+func (s *OtterStore) Reset(ctx context.Context, key string, p *limiter.Policy, _ time.Time) error {
 	s.cache.Invalidate(otterKey{p.ID(), key})
 	return nil
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/goleak"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
 
@@ -67,7 +67,7 @@ func newServer(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	r, err := newRouter(store, fakeclock.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)))
+	r, err := newRouter(store, limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestRoutePatternBeforeRoutingIsAKeyError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	mw, err := limit(store, fakeclock.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)),
+	mw, err := limit(store, limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)),
 		limiter.MustPolicy("misplaced", limiter.PerMinute(5)), middleware.WithKey(keyfunc.RoutePattern()))
 	if err != nil {
 		t.Fatal(err)

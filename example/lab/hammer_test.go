@@ -14,8 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
 
@@ -24,13 +24,13 @@ import (
 // the test cannot straddle a window boundary however slow the machine.
 func limitedServer(t *testing.T, limit int64) *httptest.Server {
 	t.Helper()
-	clock := fakeclock.New(time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC))
+	clock := limitertest.New(time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC))
 	l, err := limiter.New(limiter.MustPolicy("hammer-test", limiter.PerMinute(limit)), limiter.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	mw, err := middleware.New(l, middleware.WithClock(clock))
+	mw, err := middleware.New(l)
 	if err != nil {
 		t.Fatal(err)
 	}

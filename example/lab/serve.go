@@ -89,9 +89,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 // is told the listening address once requests can be served.
 func serve(ctx context.Context, cfg serveConfig, logw io.Writer, ready func(net.Addr)) error {
 	log := slog.New(slog.NewTextHandler(logw, nil))
-	sc := cfg.store
-	sc.Clock = cfg.clock
-	store, closeStore, err := openStore(ctx, sc)
+	store, closeStore, err := openStore(ctx, cfg.store)
 	if err != nil {
 		return err
 	}

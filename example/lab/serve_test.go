@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 func TestServeRejectsBadFlags(t *testing.T) {
@@ -90,7 +90,7 @@ func TestServeInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.clock = fakeclock.New(t0)
+	cfg.clock = limitertest.New(t0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var logs syncBuffer

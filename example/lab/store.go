@@ -18,25 +18,18 @@ type storeConfig struct {
 	Kind string
 	// RedisAddr is the Redis server's host:port, for Kind "redis".
 	RedisAddr string
-	// Clock is the limiter's clock, which the store's own time-keeping
-	// (the memory store's sweep, the Redis store's Reset) must share; nil
-	// means the system clock.
-	Clock limiter.Clock
 }
 
 // redisPingTimeout bounds the startup check of --store redis.
 const redisPingTimeout = 2 * time.Second
 
 // openStore opens the store cfg names. The returned function releases it;
-// call it once the server has stopped.
+// call it once the server has stopped. The store keeps no clock: it
+// decides, sweeps and resets at the instants the limiter's clock gives it.
 func openStore(ctx context.Context, cfg storeConfig) (limiter.Store, func() error, error) {
-	clk := cfg.Clock
-	if clk == nil {
-		clk = limiter.SystemClock{}
-	}
 	switch cfg.Kind {
 	case "memory":
-		s, err := limiter.NewMemoryStore(limiter.WithMemoryClock(clk))
+		s, err := limiter.NewMemoryStore()
 		if err != nil {
 			return nil, nil, fmt.Errorf("memory store: %w", err)
 		}
@@ -54,7 +47,7 @@ func openStore(ctx context.Context, cfg storeConfig) (limiter.Store, func() erro
 			return nil, nil, err
 		}
 		c := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ContextTimeoutEnabled: true, MaxRetries: -1})
-		s, err := redisstore.New(c, redisstore.WithClock(clk))
+		s, err := redisstore.New(c)
 		if err != nil {
 			c.Close()
 			return nil, nil, fmt.Errorf("redis store: %w", err)

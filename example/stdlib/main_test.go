@@ -10,8 +10,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // TestMain fails the package if a goroutine (a test server, a client
@@ -24,7 +24,7 @@ func TestRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	mux, err := newMux(store, fakeclock.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)))
+	mux, err := newMux(store, limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // Base is the instant every row starts from: 12:00:00.000 UTC, the start
@@ -28,9 +28,10 @@ var Base = time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC)
 // rate of the faults issue's reproductions.
 var DefaultPolicy = limiter.MustPolicy("steps", limiter.PerSecond(2))
 
-// A NewStore returns a fresh, empty store whose clock, if it keeps one
-// (a memory store's sweep), is clk, and arranges for it to be closed when
-// the test ends. Rows run in parallel and all use the key "k" under one
+// A NewStore returns a fresh, empty store and arranges for it to be closed
+// when the test ends. clk is the row's fake clock, which the limiter reads
+// and passes to the store with every request; the stores of this module
+// keep no clock of their own and ignore it. Rows run in parallel and all use the key "k" under one
 // policy, so a store on a shared server needs a key prefix of its own per
 // call.
 type NewStore func(t *testing.T, clk limiter.Clock) limiter.Store
@@ -62,7 +63,7 @@ type Phase struct {
 // Env is what a phase's Do may act on.
 type Env struct {
 	T       *testing.T
-	Clock   *fakeclock.Clock
+	Clock   *limitertest.Clock
 	Store   limiter.Store
 	Limiter *limiter.Limiter
 }
@@ -78,7 +79,7 @@ func RunClockSteps(t *testing.T, newStore NewStore, rows []ClockStep) {
 	for _, row := range rows {
 		t.Run(row.Name, func(t *testing.T) {
 			t.Parallel()
-			clk := fakeclock.New(Base)
+			clk := limitertest.New(Base)
 			st := newStore(t, clk)
 			p := row.Policy
 			if p == nil {

@@ -5,20 +5,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // twoReplicas returns two limiters on separate clients and stores sharing
 // one prefix, with clocks a and b.
-func twoReplicas(t *testing.T, p *limiter.Policy, a, b *fakeclock.Clock, opts ...Option) [2]*limiter.Limiter {
+func twoReplicas(t *testing.T, p *limiter.Policy, a, b *limitertest.Clock, opts ...Option) [2]*limiter.Limiter {
 	t.Helper()
 	prefix := testPrefix(t)
 	var ls [2]*limiter.Limiter
-	for i, clk := range []*fakeclock.Clock{a, b} {
+	for i, clk := range []*limitertest.Clock{a, b} {
 		s, err := New(redistest.Client(t, redistest.SharedAddr),
-			append([]Option{WithPrefix(prefix), WithTimeout(5 * time.Second), WithClock(clk)}, opts...)...)
+			append([]Option{WithPrefix(prefix), WithTimeout(5 * time.Second)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,8 +34,8 @@ func twoReplicas(t *testing.T, p *limiter.Policy, a, b *fakeclock.Clock, opts ..
 func TestSkewedReplicasServerClock(t *testing.T) {
 	const limit = 40
 	p := limiter.MustPolicy("skew", limiter.PerHour(limit))
-	a := fakeclock.New(t0.Add(59*time.Minute + 59*time.Second + 800*time.Millisecond))
-	b := fakeclock.New(a.Now().Add(300 * time.Millisecond)) // across an hour boundary from a
+	a := limitertest.New(t0.Add(59*time.Minute + 59*time.Second + 800*time.Millisecond))
+	b := limitertest.New(a.Now().Add(300 * time.Millisecond)) // across an hour boundary from a
 	ls := twoReplicas(t, p, a, b, WithClockSource(ServerClock))
 	got := fire(t, ls[:], "k", 200)
 	if got != limit {
@@ -62,8 +62,8 @@ func TestSkewedReplicasServerClock(t *testing.T) {
 func TestSkewedReplicasAppClock(t *testing.T) {
 	const limit = 25
 	p := limiter.MustPolicy("skew", limiter.PerMinute(limit))
-	a := fakeclock.New(t0.Add(59*time.Second + 800*time.Millisecond))
-	b := fakeclock.New(a.Now().Add(300 * time.Millisecond))
+	a := limitertest.New(t0.Add(59*time.Second + 800*time.Millisecond))
+	b := limitertest.New(a.Now().Add(300 * time.Millisecond))
 	ls := twoReplicas(t, p, a, b)
 	for _, tc := range []struct {
 		name    string

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // TestCluster runs the store on a three-master Redis Cluster started from
@@ -22,7 +22,7 @@ func TestCluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	p := limiter.MustPolicy("cluster", limiter.PerMinute(12), limiter.PerSecond(5))
 	prefix := testPrefix(t)
-	clk := fakeclock.New(t0)
+	clk := limitertest.New(t0)
 	var ls []*limiter.Limiter
 	var stores []*Store
 	for range 4 {

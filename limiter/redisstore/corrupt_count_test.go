@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -119,7 +119,7 @@ func TestCorruptCountRefusedUnderFailOpen(t *testing.T) {
 				}
 				var ev corruptEvents
 				s := newStore(t, c, WithClockSource(clock), WithFailurePolicy(FailOpen), WithObserver(ev.observe))
-				clk := fakeclock.New(t0)
+				clk := limitertest.New(t0)
 				l := newLimiter(t, p, s, clk)
 				key := keyOf(s, "k", p, 0, clk.Now())
 				writeCount(t, c, clock, key, v)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // TestCorruptValueRefused: a value the store did not write (not a count,
@@ -33,7 +33,7 @@ func TestCorruptValueRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t, c, WithClockSource(tc.clock), WithOverLimitCache(0))
-			clk := fakeclock.New(t0)
+			clk := limitertest.New(t0)
 			l := newLimiter(t, p, s, clk)
 			key := keyOf(s, "bad", p, 0, clk.Now())
 			if err := tc.write(key); err != nil {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // TestMatchesMemoryStore replays one random sequence of requests against
@@ -31,8 +31,8 @@ func TestMatchesMemoryStore(t *testing.T) {
 		for _, mode := range []Pipelining{Batch, Plain} {
 			t.Run(pc.name+"/"+mode.String(), func(t *testing.T) {
 				ctx := context.Background()
-				clk := fakeclock.New(t0.Add(123 * time.Millisecond))
-				mem, err := limiter.NewMemoryStore(limiter.WithMemoryClock(clk), limiter.WithSweepInterval(0))
+				clk := limitertest.New(t0.Add(123 * time.Millisecond))
+				mem, err := limiter.NewMemoryStore(limiter.WithSweepInterval(0))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -42,8 +42,9 @@
 // # Clocks
 //
 // AppClock (the default) places requests with the limiter's clock
-// (Request.Now) and puts the window id in the key. ServerClock reads
-// Redis's TIME in the script: one clock for every replica. See
+// (Request.Now, and the instant the limiter passes to Reset) and puts the
+// window id in the key; the store keeps no clock of its own. ServerClock
+// reads Redis's TIME in the script: one clock for every replica. See
 // ClockSource for the failure modes of each.
 //
 // # Time and failure

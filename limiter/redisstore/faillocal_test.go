@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // TestFailLocalCountsOutliveRecovery: FailLocal's in-memory counts are not
@@ -18,9 +18,9 @@ func TestFailLocalCountsOutliveRecovery(t *testing.T) {
 	const timeout = 50 * time.Millisecond
 	p := limiter.MustPolicy("faillocal", limiter.PerHour(4))
 	proxy := redistest.StartProxy(t, redistest.SharedAddr)
-	clk := fakeclock.New(t0)
+	clk := limitertest.New(t0)
 	s := newStore(t, redistest.Client(t, proxy.Addr()), WithFailurePolicy(FailLocal), WithTimeout(timeout),
-		WithBreaker(100, time.Second), WithClock(clk), WithOverLimitCache(0))
+		WithBreaker(100, time.Second), WithOverLimitCache(0))
 	l := newLimiter(t, p, s, clk)
 	if got := admitted(t, l, "warm", 1, nil); got != 1 {
 		t.Fatalf("healthy: admitted %d of 1", got)

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // slack is what a loaded 2-core machine under -race (shared with other
@@ -98,7 +98,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 			var ev events
 			s := newStore(t, c, WithFailurePolicy(fp), WithFallbackDivisor(2), WithTimeout(timeout),
 				WithBreaker(3, 100*time.Millisecond), WithObserver(ev.observe))
-			l := newLimiter(t, p, s, fakeclock.New(t0))
+			l := newLimiter(t, p, s, limitertest.New(t0))
 			ctx := context.Background()
 			if got := admitted(t, l, "before", 12, nil); got != 10 {
 				t.Fatalf("healthy: admitted %d of 12, want 10", got)
@@ -190,7 +190,7 @@ func TestSlowRedis(t *testing.T) {
 				c := redistest.Client(t, proxy.Addr())
 				s := newStore(t, c, WithPipelining(mode), WithFailurePolicy(fp), WithTimeout(timeout),
 					WithBreaker(100, 50*time.Millisecond))
-				l := newLimiter(t, p, s, fakeclock.New(t0))
+				l := newLimiter(t, p, s, limitertest.New(t0))
 				ctx := context.Background()
 				if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
 					t.Fatalf("fast: %+v, %v", d, err)
@@ -258,7 +258,7 @@ func TestScriptFlushMidRun(t *testing.T) {
 	admin := redistest.Client(t, srv.Addr())
 	p := limiter.MustPolicy("flush", limiter.PerHour(limit))
 	prefix := testPrefix(t)
-	clk := fakeclock.New(t0)
+	clk := limitertest.New(t0)
 	var ls []*limiter.Limiter
 	for _, mode := range []Pipelining{Batch, Plain} {
 		s, err := New(redistest.Client(t, srv.Addr()), WithPrefix(prefix), WithPipelining(mode), WithTimeout(5*time.Second))

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -40,7 +40,7 @@ func newStore(t testing.TB, c redis.UniversalClient, opts ...Option) *Store {
 }
 
 // newLimiter builds a limiter on s with a fake clock.
-func newLimiter(t testing.TB, p *limiter.Policy, s limiter.Store, clk *fakeclock.Clock) *limiter.Limiter {
+func newLimiter(t testing.TB, p *limiter.Policy, s limiter.Store, clk *limitertest.Clock) *limiter.Limiter {
 	t.Helper()
 	l, err := limiter.New(p, limiter.WithStore(s), limiter.WithClock(clk))
 	if err != nil {

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -112,7 +112,7 @@ func TestLostReplyChargedOnce(t *testing.T) {
 			proxy := redistest.StartProxy(t, redistest.SharedAddr)
 			s := newStore(t, redistest.Client(t, proxy.Addr()), WithPipelining(mode), WithOverLimitCache(0),
 				WithBreaker(100, time.Second), WithTimeout(2*time.Second))
-			l := newLimiter(t, p, s, fakeclock.New(t0))
+			l := newLimiter(t, p, s, limitertest.New(t0))
 			chargedOnce(t, l, func() int64 {
 				n, err := shared.Get(context.Background(), keyOf(s, "k", p, 0, t0)).Int64()
 				if err != nil && err != redis.Nil {
@@ -143,7 +143,7 @@ func TestLostReplyChargedOnce(t *testing.T) {
 			t.Run(mode.String(), func(t *testing.T) {
 				s := newStore(t, cl.Client(t, via), WithPipelining(mode), WithOverLimitCache(0),
 					WithBreaker(100, time.Second), WithTimeout(2*time.Second))
-				l := newLimiter(t, p, s, fakeclock.New(t0))
+				l := newLimiter(t, p, s, limitertest.New(t0))
 				key := keyOf(s, "k", p, 0, t0)
 				owner, err := admin.MasterForKey(context.Background(), key)
 				if err != nil {

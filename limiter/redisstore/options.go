@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/fixedwindow/ratelimit/limiter"
 )
 
 // Defaults of New.
@@ -147,7 +145,6 @@ type config struct {
 	pipelining      Pipelining
 	batchSize       int
 	batchInFlight   int
-	now             limiter.Clock
 }
 
 func defaults() config {
@@ -161,7 +158,6 @@ func defaults() config {
 		cacheSize:       DefaultCacheSize,
 		batchSize:       DefaultBatchSize,
 		batchInFlight:   DefaultBatchInFlight,
-		now:             limiter.SystemClock{},
 	}
 }
 
@@ -222,11 +218,6 @@ func WithBatching(size, inFlight int) Option {
 	return func(c *config) { c.batchSize, c.batchInFlight = size, inFlight }
 }
 
-// WithClock sets the clock that Reset reads to find the current windows
-// under AppClock, and that the fallback store sweeps by (default
-// limiter.SystemClock). Decisions use Request.Now.
-func WithClock(clk limiter.Clock) Option { return func(c *config) { c.now = clk } }
-
 func (c *config) validate() error {
 	switch {
 	case strings.ContainsAny(c.prefix, "{}"):
@@ -251,8 +242,6 @@ func (c *config) validate() error {
 	case c.batchSize < 1 || c.batchSize > MaxBatchSize || c.batchInFlight < 1:
 		return fmt.Errorf("%w: batching needs size in [1, %d] and in-flight ≥ 1, got %d and %d",
 			ErrInvalidOption, MaxBatchSize, c.batchSize, c.batchInFlight)
-	case c.now == nil:
-		return fmt.Errorf("%w: clock is nil", ErrInvalidOption)
 	}
 	return nil
 }

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // TestOverLimitCacheSkipsRedis: once a key is full in its window, later
@@ -26,7 +26,7 @@ func TestOverLimitCacheSkipsRedis(t *testing.T) {
 			if clock == ServerClock {
 				awaitServerWindow(t, c, time.Second)
 			}
-			clk := fakeclock.New(t0.Add(100 * time.Millisecond))
+			clk := limitertest.New(t0.Add(100 * time.Millisecond))
 			s := newStore(t, c, WithClockSource(clock))
 			if clock == ServerClock {
 				// Entries age on the monotonic clock: hold it still, as the
@@ -95,7 +95,7 @@ func TestOverLimitCacheBounded(t *testing.T) {
 	ctx := context.Background()
 	p := limiter.MustPolicy("bound", limiter.PerMinute(1))
 	s := newStore(t, sharedClient(t), WithOverLimitCache(128))
-	l := newLimiter(t, p, s, fakeclock.New(t0))
+	l := newLimiter(t, p, s, limitertest.New(t0))
 	for i := range 1000 {
 		if _, err := l.Allow(ctx, "k"+strconv.Itoa(i), 1); err != nil {
 			t.Fatal(err)
@@ -115,8 +115,8 @@ func TestResetRacingDecision(t *testing.T) {
 	p := limiter.MustPolicy("resetrace", limiter.PerMinute(3))
 	for _, mode := range []Pipelining{Plain, Batch} {
 		t.Run(mode.String(), func(t *testing.T) {
-			clk := fakeclock.New(t0)
-			s := newStore(t, sharedClient(t), WithPipelining(mode), WithClock(clk))
+			clk := limitertest.New(t0)
+			s := newStore(t, sharedClient(t), WithPipelining(mode))
 			l := newLimiter(t, p, s, clk)
 			for range 2 {
 				if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
@@ -125,7 +125,7 @@ func TestResetRacingDecision(t *testing.T) {
 			}
 			s.replyHook = func() {
 				s.replyHook = nil
-				if err := s.Reset(ctx, "k", p); err != nil {
+				if err := s.Reset(ctx, "k", p, clk.Now()); err != nil {
 					t.Errorf("Reset: %v", err)
 				}
 			}

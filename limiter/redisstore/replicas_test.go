@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // fire sends n concurrent Allow calls spread over the limiters and returns
@@ -65,7 +65,7 @@ func TestReplicasShareOneLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := limiter.MustPolicy("replicas", limiter.PerHour(limit))
 			prefix := testPrefix(t)
-			clk := fakeclock.New(t0)
+			clk := limitertest.New(t0)
 			var ls []*limiter.Limiter
 			for range 4 {
 				c := redistest.Client(t, redistest.SharedAddr)
@@ -96,7 +96,7 @@ func TestLargestBatch(t *testing.T) {
 	p := limiter.MustPolicy("big", limiter.Rate{Limit: 5, Window: 250 * time.Millisecond},
 		limiter.PerSecond(6), limiter.PerMinute(7), limiter.PerHour(8))
 	s := newStore(t, sharedClient(t), WithBatching(MaxBatchSize, 1))
-	l := newLimiter(t, p, s, fakeclock.New(t0))
+	l := newLimiter(t, p, s, limitertest.New(t0))
 	const calls = 3 * MaxBatchSize
 	var (
 		wg   sync.WaitGroup

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -36,7 +36,7 @@ func TestBreakerClosedAtSaturation(t *testing.T) {
 			t.Cleanup(func() { c.Close() })
 			var ev events
 			s := newStore(t, c, WithPipelining(mode), WithTimeout(200*time.Millisecond), WithObserver(ev.observe))
-			l := newLimiter(t, p, s, fakeclock.New(t0))
+			l := newLimiter(t, p, s, limitertest.New(t0))
 			// Dial the pool's connections first (each costs several round
 			// trips), as a running service has them.
 			var dial sync.WaitGroup

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // TestServerClockSteppedBack: Redis's clock stepped back (an NTP step, a
@@ -42,7 +42,7 @@ func TestServerClockSteppedBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			awaitServerWindow(t, c, time.Minute)
 			s := newStore(t, c, WithClockSource(ServerClock), WithExpiryMargin(margin), WithOverLimitCache(0))
-			l := newLimiter(t, p, s, fakeclock.New(t0))
+			l := newLimiter(t, p, s, limitertest.New(t0))
 			key := keyOf(s, "k", p, 0, t0)
 			tm, err := c.Time(ctx).Result()
 			if err != nil {
@@ -119,7 +119,7 @@ func TestAppClockStepBounded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t, c, WithExpiryMargin(margin), WithOverLimitCache(0))
-			clk := fakeclock.New(t0.Add(30 * time.Second))
+			clk := limitertest.New(t0.Add(30 * time.Second))
 			l := newLimiter(t, p, s, clk)
 			if got := admitted(t, l, "k", limit+1, nil); got != limit {
 				t.Fatalf("before the step: admitted %d, want %d", got, limit)

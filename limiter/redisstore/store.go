@@ -123,7 +123,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.gate = make(chan struct{}, single.Options().PoolSize)
 	}
 	if cfg.failure == FailLocal {
-		fb, err := limiter.NewMemoryStore(limiter.WithMemoryClock(cfg.now))
+		fb, err := limiter.NewMemoryStore()
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: fallback: %w", err)
 		}
@@ -449,10 +449,10 @@ func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
 // cache of this store: once it returns, this store admits the key's next
 // request, even if a decision that started before Reset answers after it.
 // Other replicas' over-limit caches keep refusing the key until the window
-// they saw full ends. Under AppClock the current
-// windows are found with the store's clock, and the windows either side of
-// them are deleted too, for replicas whose clocks differ.
-func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy) error {
+// they saw full ends. Under AppClock the current windows are found with
+// now, the limiter's instant, and the windows either side of them are
+// deleted too, for replicas whose clocks differ.
+func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now time.Time) error {
 	switch {
 	case s.closed.Load():
 		return limiter.ErrClosed
@@ -468,7 +468,7 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy) error 
 	if s.cfg.clock == ServerClock {
 		keys = appendKeys(nil, s.cfg.prefix, key, pk, n, ServerClock, 0)
 	} else {
-		ms := s.cfg.now.Now().UnixMilli()
+		ms := now.UnixMilli()
 		for i := range n {
 			for _, d := range []int64{-1, 0, 1} {
 				one := appendKeys(nil, s.cfg.prefix, key, pk, i+1, AppClock, ms+d*pk.wms[i])
@@ -487,7 +487,7 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy) error 
 		return fmt.Errorf("redisstore: reset: %w", err)
 	}
 	if s.fallback != nil {
-		return s.fallback.Reset(ctx, key, s.fallbackPolicy(p))
+		return s.fallback.Reset(ctx, key, s.fallbackPolicy(p), now)
 	}
 	return nil
 }

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -36,7 +36,6 @@ func TestNewValidates(t *testing.T) {
 		{"negative_cache", c, []Option{WithOverLimitCache(-1)}, ErrInvalidOption},
 		{"zero_batch", c, []Option{WithBatching(0, 1)}, ErrInvalidOption},
 		{"batch_too_big_for_lua_stack", c, []Option{WithBatching(MaxBatchSize+1, 1)}, ErrInvalidOption},
-		{"nil_clock", c, []Option{WithClock(nil)}, ErrInvalidOption},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,7 +142,7 @@ func TestExpirySetOnce(t *testing.T) {
 				awaitServerWindow(t, c, time.Minute)
 			}
 			s := newStore(t, c, WithClockSource(clock), WithExpiryMargin(2*time.Second))
-			clk := fakeclock.New(t0)
+			clk := limitertest.New(t0)
 			l := newLimiter(t, p, s, clk)
 			if _, err := l.Allow(ctx, "k", 1); err != nil {
 				t.Fatal(err)
@@ -193,7 +192,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 				awaitServerWindow(t, c, time.Second)
 			}
 			s := newStore(t, c, WithClockSource(clock), WithOverLimitCache(0))
-			clk := fakeclock.New(t0)
+			clk := limitertest.New(t0)
 			l := newLimiter(t, p, s, clk)
 			if d, err := l.Allow(ctx, "k", 2); err != nil || !d.Allowed {
 				t.Fatalf("Allow(2): %+v, %v", d, err)
@@ -263,7 +262,7 @@ func TestRepairsKeyWithoutExpiry(t *testing.T) {
 					awaitServerWindow(t, c, time.Minute)
 				}
 				s := newStore(t, c, WithClockSource(clock), WithOverLimitCache(0))
-				clk := fakeclock.New(t0.Add(10 * time.Second))
+				clk := limitertest.New(t0.Add(10 * time.Second))
 				l := newLimiter(t, p, s, clk)
 				n := 1
 				if refused {
@@ -307,7 +306,7 @@ func TestLayeredAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	p := limiter.MustPolicy("layers", limiter.PerMinute(7), limiter.PerSecond(5))
 	s := newStore(t, c, WithOverLimitCache(0))
-	clk := fakeclock.New(t0)
+	clk := limitertest.New(t0)
 	l := newLimiter(t, p, s, clk)
 	for i := range 6 {
 		d, err := l.Allow(ctx, "k", 1)
@@ -340,8 +339,8 @@ func TestReset(t *testing.T) {
 			if clock == ServerClock {
 				awaitServerWindow(t, c, time.Minute)
 			}
-			clk := fakeclock.New(t0.Add(time.Second))
-			s := newStore(t, c, WithClockSource(clock), WithClock(clk))
+			clk := limitertest.New(t0.Add(time.Second))
+			s := newStore(t, c, WithClockSource(clock))
 			l := newLimiter(t, p, s, clk)
 			for range 3 {
 				if _, err := l.Allow(ctx, "k", 1); err != nil {

@@ -10,25 +10,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/middleware"
 	"github.com/fixedwindow/ratelimit/middleware/metrics"
 )
 
-// stoppedClock always reads the same instant, so that the example cannot
-// straddle a window's end; a server uses the default system clock.
-type stoppedClock struct{}
-
-func (stoppedClock) Now() time.Time { return time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC) }
-
 // Count the decisions of a limit of 2 per client: three requests from one
-// client, one from another.
+// client, one from another. The limiter's clock is stopped so that the
+// example cannot straddle a window's end; a server leaves the default
+// system clock.
 func ExampleNew() {
 	reg := prometheus.NewRegistry() // a server would use prometheus.DefaultRegisterer
 	m, err := metrics.New(reg)
 	if err != nil {
 		log.Fatal(err)
 	}
-	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerHour(2)), limiter.WithClock(stoppedClock{}))
+	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerHour(2)), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -15,31 +15,44 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/middleware"
 	"github.com/fixedwindow/ratelimit/middleware/metrics"
 )
 
 var t0 = time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC)
 
-// failing is a limiter whose store is down.
-type failing struct{ p *limiter.Policy }
+// failing is a limiter whose store is down. Its clock, like a
+// limiter.Limiter's, is the one the middleware times it by.
+type failing struct {
+	p   *limiter.Policy
+	clk limiter.Clock
+}
+
+func newFailing(name string) failing {
+	return failing{limiter.MustPolicy(name, limiter.PerMinute(5)), steppingClock{limitertest.New(t0)}}
+}
 
 func (f failing) Allow(context.Context, string, int64) (limiter.Decision, error) {
 	return limiter.Decision{}, fmt.Errorf("redisstore: take: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")})
 }
+func (f failing) AllowAt(ctx context.Context, key string, cost int64, _ time.Time) (limiter.Decision, error) {
+	return f.Allow(ctx, key, cost)
+}
+func (f failing) Clock() limiter.Clock    { return f.clk }
 func (f failing) Policy() *limiter.Policy { return f.p }
 
-// steppingClock advances 2ms at every reading, so every decision takes
-// 2ms.
-type steppingClock struct{ c *fakeclock.Clock }
+// steppingClock advances 2ms at every reading. The middleware reads the
+// limiter's clock once to decide and once when the answer is in, so every
+// decision takes 2ms.
+type steppingClock struct{ c *limitertest.Clock }
 
 func (s steppingClock) Now() time.Time { s.c.Advance(2 * time.Millisecond); return s.c.Now() }
 
 func newHandler(t *testing.T, m *metrics.Metrics, l middleware.Limiter, opts ...middleware.Option) http.Handler {
 	t.Helper()
-	opts = append(opts, middleware.WithObserver(m.Observe), middleware.WithClock(steppingClock{fakeclock.New(t0)}))
+	opts = append(opts, middleware.WithObserver(m.Observe))
 	mw, err := middleware.New(l, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +72,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := fakeclock.New(t0)
+	clk := steppingClock{limitertest.New(t0)}
 	api, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(2)), limiter.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +85,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	defer rollout.Close()
 	enforced := newHandler(t, m, api)
 	shadow := newHandler(t, m, rollout, middleware.WithShadow())
-	broken := newHandler(t, m, failing{limiter.MustPolicy("cache", limiter.PerMinute(5))}, middleware.WithFailOpen())
+	broken := newHandler(t, m, newFailing("cache"), middleware.WithFailOpen())
 
 	for _, addr := range []string{"192.0.2.10:1", "192.0.2.10:2", "192.0.2.10:3", "192.0.2.11:1"} {
 		send(enforced, addr) // 2 allowed, 1 denied for .10; 1 allowed for .11
@@ -186,7 +199,7 @@ func TestCustomReasonAndBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHandler(t, m, failing{limiter.MustPolicy("cache", limiter.PerMinute(5))})
+	h := newHandler(t, m, newFailing("cache"))
 	send(h, "192.0.2.1:1")
 	want := `
 # HELP ratelimit_store_errors_total Decisions the limiter could not make, by policy and reason.

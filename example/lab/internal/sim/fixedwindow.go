@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // limiterModel runs the module's real limiter.Limiter over a real
@@ -14,7 +14,7 @@ import (
 type limiterModel struct {
 	lim   *limiter.Limiter
 	store *limiter.MemoryStore
-	clock *fakeclock.Clock
+	clock *limitertest.Clock
 }
 
 func newFixedWindow(cfg Config, keys int) (Model, error) {
@@ -31,9 +31,8 @@ func newFixedWindow(cfg Config, keys int) (Model, error) {
 // evicted would hand clients fresh budgets and falsify the table; Allow
 // checks that it never did.
 func newLimiterModel(p *limiter.Policy, keys int) (*limiterModel, error) {
-	clock := fakeclock.New(time.Unix(0, 0))
+	clock := limitertest.New(time.Unix(0, 0))
 	store, err := limiter.NewMemoryStore(
-		limiter.WithMemoryClock(clock),
 		limiter.WithShards(1),
 		limiter.WithMaxKeys(max(keys*p.NumRates(), limiter.MaxWindows)),
 		limiter.WithSweepInterval(0),

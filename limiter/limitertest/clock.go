@@ -1,14 +1,14 @@
-// Package fakeclock is a settable clock for tests and simulations, so that
-// crossing a window never needs a sleep.
-package fakeclock
+package limitertest
 
 import (
 	"sync"
 	"time"
 )
 
-// Clock is a clock that moves only when told. It is safe for concurrent
-// use. The zero Clock reads the zero time.
+// Clock is a limiter.Clock that moves only when told: Set and Advance move
+// it, Now reads it. It is safe for concurrent use, so a test may move it
+// while handlers read it. The zero Clock reads the zero time; New starts
+// one at a given instant.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -31,7 +31,7 @@ func (c *Clock) Set(t time.Time) {
 	c.mu.Unlock()
 }
 
-// Advance moves the clock forward by d.
+// Advance moves the clock by d (back if d is negative).
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
