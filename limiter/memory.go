@@ -133,6 +133,9 @@ func WithSweepInterval(d time.Duration) MemoryOption { return func(c *memoryConf
 func NewMemoryStore(opts ...MemoryOption) (*MemoryStore, error) {
 	cfg := memoryConfig{maxKeys: DefaultMaxKeys, shards: DefaultShards, sweep: DefaultSweepInterval}
 	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: memory store: nil MemoryOption", ErrInvalidOption)
+		}
 		o(&cfg)
 	}
 	switch {

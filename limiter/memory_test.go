@@ -40,6 +40,7 @@ func TestNewMemoryStoreErrors(t *testing.T) {
 		{"zero_max_keys", WithMaxKeys(0), "max keys 0"},
 		{"fewer_keys_than_one_layered_policy_needs", WithMaxKeys(MaxWindows - 1), "must be ≥ 4"},
 		{"negative_sweep", WithSweepInterval(-time.Second), "sweep interval"},
+		{"nil_option", nil, "nil MemoryOption"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
