@@ -127,7 +127,7 @@ func parseRaw(b []byte, windows func(i int) int, out []result) error {
 		if err != nil {
 			return err
 		}
-		res.allowed, res.at, res.sec, res.usec = a == 1, at, sec, usec
+		res.allowed, res.at, res.sec, res.usec, res.granted = a >= 1, at, sec, usec, max(0, a-1)
 		for w := range windows(i) {
 			if res.counts[w], err = r.line(':'); err != nil {
 				return err

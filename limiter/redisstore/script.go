@@ -19,7 +19,7 @@ var takeScript = redis.NewScript(takeSource)
 // Arguments of the script, before the requests (see take.lua).
 const (
 	headerArgs  = 3 // clock, margin, number of requests
-	requestArgs = 4 // now ms, cost, peek, number of windows
+	requestArgs = 5 // now ms, cost, peek, want, number of windows
 )
 
 // header returns the script's leading arguments for n requests.
@@ -31,13 +31,14 @@ func (c *config) header(n int) [headerArgs]any {
 	return [headerArgs]any{clock, c.margin.Milliseconds(), n}
 }
 
-// appendArgs appends one request's arguments.
-func appendArgs(dst []any, req *limiter.Request, pk *policyKeys) []any {
+// appendArgs appends one request's arguments; want is the lease it asks
+// for (0: none).
+func appendArgs(dst []any, req *limiter.Request, pk *policyKeys, want int64) []any {
 	peek := 0
 	if req.Peek {
 		peek = 1
 	}
-	dst = append(dst, req.Now.UnixMilli(), req.Cost, peek, len(pk.rates)/2)
+	dst = append(dst, req.Now.UnixMilli(), req.Cost, peek, want, len(pk.rates)/2)
 	return append(dst, pk.rates...)
 }
 
@@ -48,6 +49,7 @@ type result struct {
 	sec     int64 // TIME (ServerClock)
 	usec    int64
 	counts  [limiter.MaxWindows]int64 // before the request; -1 if corrupt
+	granted int64                     // units leased beside the request
 }
 
 // parseReply splits a reply into the results of n requests with the given
@@ -74,7 +76,7 @@ func parseReply(v any, windows func(i int) int, out []result) error {
 		if !ok1 || !ok2 {
 			return fmt.Errorf("%w: request %d: %v %v", ErrBadReply, i, vals[j], vals[j+1])
 		}
-		r.allowed, r.at, r.sec, r.usec = a == 1, at, sec, usec
+		r.allowed, r.at, r.sec, r.usec, r.granted = a >= 1, at, sec, usec, max(0, a-1)
 		for w := range n {
 			c, ok := vals[j+2+w].(int64)
 			if !ok {
