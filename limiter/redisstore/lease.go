@@ -89,7 +89,11 @@ type leases struct {
 type leaseShard struct {
 	mu sync.Mutex
 	m  map[olKey]*leaseEntry
-	_  [40]byte
+	// epoch counts the Resets of the shard's keys: a grant from a script
+	// that ran before a Reset was charged to deleted counts, and is not
+	// held.
+	epoch uint64
+	_     [32]byte
 }
 
 // A leaseEntry is one key's lease and demand on this replica. Guarded by
@@ -114,9 +118,10 @@ type leaseEntry struct {
 // and, when it is the one lease request in flight for its key, the
 // channel to close when it returns.
 type leaseTicket struct {
-	want int64
-	t    int64 // the request's time, in the store's time base
-	ch   chan struct{}
+	want  int64
+	t     int64  // the request's time, in the store's time base
+	epoch uint64 // the shard's, when the request set out
+	ch    chan struct{}
 }
 
 func newLeases(c leaseConfig, size int, server bool) *leases {
@@ -154,6 +159,7 @@ func (l *leases) take(ctx context.Context, req *limiter.Request) (d limiter.Deci
 	k := olKey{req.Policy, req.Key}
 	sh := &l.shards[maphash.String(l.seed, req.Key)%olShards]
 	sh.mu.Lock()
+	tk.epoch = sh.epoch
 	e := sh.m[k]
 	if e == nil {
 		if e = l.insert(sh, k, tk.t); e == nil {
@@ -189,18 +195,22 @@ func (l *leases) take(ctx context.Context, req *limiter.Request) (d limiter.Deci
 	return d, tk, false, nil
 }
 
-// insert adds an entry for k, first dropping the shard's entries whose
-// span has ended if the shard is full; it returns nil when still full.
-// Entries with a lease request in flight are never dropped.
+// insert adds an entry for k. When the shard is full it first drops the
+// entries whose span has ended, then, if that was not enough, those that
+// hold nothing (their demand is forgotten: such a key's leases grow
+// again from nothing); it returns nil when still full. Entries with a
+// lease request in flight are never dropped. Each pass empties much of
+// the shard, so inserts cost O(1) amortised.
 func (l *leases) insert(sh *leaseShard, k olKey, t int64) *leaseEntry {
-	if len(sh.m) >= l.perShard {
+	for pass := 0; len(sh.m) >= l.perShard; pass++ {
+		if pass == 2 {
+			return nil
+		}
 		for k, e := range sh.m {
-			if e.pending == nil && (!e.known || t >= e.end || t < e.start) {
+			ended := !e.known || t >= e.end || t < e.start
+			if e.pending == nil && (ended || pass == 1 && e.held == 0) {
 				delete(sh.m, k)
 			}
-		}
-		if len(sh.m) >= l.perShard {
-			return nil
 		}
 	}
 	e := &leaseEntry{since: t}
@@ -283,7 +293,7 @@ func (l *leases) settle(tk *leaseTicket, req *limiter.Request, r *result, at tim
 		return
 	}
 	if ok {
-		l.record(req, r, at, tk.t)
+		l.record(req, r, at, tk)
 	}
 	if tk.ch != nil {
 		sh := &l.shards[maphash.String(l.seed, req.Key)%olShards]
@@ -297,7 +307,7 @@ func (l *leases) settle(tk *leaseTicket, req *limiter.Request, r *result, at tim
 }
 
 // record notes a reply from Redis in the key's entry.
-func (l *leases) record(req *limiter.Request, r *result, at time.Time, t int64) {
+func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *leaseTicket) {
 	p := req.Policy
 	ms := at.UnixMilli()
 	var (
@@ -313,15 +323,15 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, t int64) 
 		// t was read before the round trip, so t + offset runs ahead of
 		// Redis's clock by the time the request took to reach Redis: the
 		// lease ends early, never late.
-		offset = ms - t
+		offset = ms - tk.t
 		start, end = math.MinInt64, end-offset
 	}
 	sh := &l.shards[maphash.String(l.seed, req.Key)%olShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.m[olKey{p, req.Key}]
-	if e == nil {
-		return // dropped by Reset, or never tracked
+	if e == nil || sh.epoch != tk.epoch {
+		return // never tracked, or Reset since the script ran
 	}
 	switch {
 	case e.known && ids == e.ids:
@@ -342,6 +352,7 @@ func (l *leases) forget(p *limiter.Policy, key string) {
 	sh := &l.shards[maphash.String(l.seed, key)%olShards]
 	sh.mu.Lock()
 	delete(sh.m, olKey{p, key})
+	sh.epoch++
 	sh.mu.Unlock()
 }
 

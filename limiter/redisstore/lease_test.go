@@ -443,3 +443,89 @@ func TestLeasesExactAcrossReplicas(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseTableBounded: however many keys pass, the table holds at most
+// its size, dropping entries that hold nothing when their windows have
+// not ended; a key that holds a lease is kept.
+func TestLeaseTableBounded(t *testing.T) {
+	const size = 64 * 4
+	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 1}, size, false)
+	p := limiter.MustPolicy("bounded", limiter.PerHour(1000))
+	req := limiter.Request{Key: "hot", Policy: p, Now: t0, Cost: 1}
+	for range 2 { // the second asks for a lease
+		_, tk, _, _ := l.take(context.Background(), &req)
+		l.settle(&tk, &req, &result{allowed: true, granted: tk.want}, t0, true)
+	}
+	held := l.held(p, "hot")
+	if held == 0 {
+		t.Fatal("no lease held after 2 requests")
+	}
+	for i := range 100000 {
+		r := limiter.Request{Key: "cold-" + strconv.Itoa(i), Policy: p, Now: t0, Cost: 1}
+		_, tk, _, _ := l.take(context.Background(), &r)
+		l.settle(&tk, &r, &result{allowed: true}, t0, true)
+	}
+	n := 0
+	for i := range l.shards {
+		n += len(l.shards[i].m)
+	}
+	if n > size {
+		t.Fatalf("table holds %d entries, want at most %d", n, size)
+	}
+	if got := l.held(p, "hot"); got != held {
+		t.Fatalf("hot key holds %d after 100,000 cold keys, want %d", got, held)
+	}
+}
+
+// TestLeaseReset: Reset drops what this replica holds, and a grant from
+// a script that ran before the Reset is not held after it (its units
+// were charged to counts Reset deleted).
+func TestLeaseReset(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, sharedClient(t), WithLeases(50*time.Millisecond, 1))
+	p := limiter.MustPolicy("reset", limiter.PerHour(100))
+	for range 5 {
+		if _, err := s.Take(ctx, limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.leases.held(p, "k") == 0 {
+		t.Fatal("no lease held")
+	}
+	req := limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}
+	_, tk, _, _ := s.leases.take(ctx, &req) // a request sets out...
+	if err := s.Reset(ctx, "k", p, t0); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.leases.held(p, "k"); got != 0 {
+		t.Fatalf("held %d after Reset, want 0", got)
+	}
+	s.leases.take(ctx, &req)                                                  // ...the key is seen again...
+	s.leases.settle(&tk, &req, &result{allowed: true, granted: 50}, t0, true) // ...and its grant lands
+	if got := s.leases.held(p, "k"); got != 0 {
+		t.Fatalf("held %d from a grant made before Reset, want 0", got)
+	}
+}
+
+// BenchmarkLeasedDecision measures a decision made from a lease, the
+// path every hot-key decision but a few takes: no allocation.
+func BenchmarkLeasedDecision(b *testing.B) {
+	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 1}, DefaultLeaseKeys, false)
+	p := limiter.MustPolicy("bench", limiter.PerHour(1<<30), limiter.PerSecond(1<<40))
+	req := limiter.Request{Key: "hot", Policy: p, Now: t0, Cost: 1}
+	for range 2 {
+		_, tk, _, _ := l.take(context.Background(), &req)
+		l.settle(&tk, &req, &result{allowed: true, granted: 1 << 29}, t0, true)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		r := req
+		for pb.Next() {
+			if _, _, ok, _ := l.take(ctx, &r); !ok {
+				b.Error("not decided from the lease")
+				return
+			}
+		}
+	})
+}
