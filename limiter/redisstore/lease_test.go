@@ -529,3 +529,87 @@ func BenchmarkLeasedDecision(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLeaseColdKeys measures what leasing adds to a decision on a
+// cold key, which still goes to Redis: the table's bookkeeping before
+// and after the round trip, over 10,000 keys.
+func BenchmarkLeaseColdKeys(b *testing.B) {
+	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 64}, DefaultLeaseKeys, false)
+	p := limiter.MustPolicy("bench", limiter.PerHour(1<<30))
+	reqs := make([]limiter.Request, 10000)
+	for i := range reqs {
+		reqs[i] = limiter.Request{Key: "k" + strconv.Itoa(i), Policy: p, Now: t0, Cost: 1}
+	}
+	b.ReportAllocs()
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		r := &reqs[i%len(reqs)]
+		r.Now = t0.Add(time.Duration(i) * time.Millisecond) // a few per key per second
+		_, tk, _, _ := l.take(ctx, r)
+		l.settle(&tk, r, &result{allowed: true}, r.Now, true)
+	}
+}
+
+// TestLeaseHonestHeaders: with two leasing replicas taking turns on one
+// key, no decision's Remaining exceeds what is truly left (the limit less
+// everything admitted by either), a refusal's RetryAfter points at the
+// aligned end of the window, and once the key is out both replicas
+// refuse from their over-limit caches, with no round trip.
+func TestLeaseHonestHeaders(t *testing.T) {
+	ctx := context.Background()
+	p := limiter.MustPolicy("headers", limiter.PerMinute(600), limiter.PerSecond(400))
+	prefix := testPrefix(t)
+	var stores []*Store
+	for range 2 {
+		s, err := New(redistest.Client(t, redistest.SharedAddr), WithPrefix(prefix), WithTimeout(5*time.Second),
+			WithLeases(50*time.Millisecond, 20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores = append(stores, s)
+	}
+	var admitted [2]int64 // in the minute, in the second
+	now := t0.Add(1500 * time.Millisecond)
+	for i := range 1000 {
+		if i == 500 {
+			now = now.Add(time.Second) // a fresh second: the minute binds
+			admitted[1] = 0
+		}
+		d, err := stores[i%2].Take(ctx, limiter.Request{Key: "k", Policy: p, Now: now, Cost: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted[0]++
+			admitted[1]++
+			for w := range d.NumWindows() {
+				ws := d.WindowAt(w)
+				if left := ws.Limit - admitted[w]; ws.Remaining > left {
+					t.Fatalf("decision %d: window %v Remaining %d, but only %d left", i, ws.Window, ws.Remaining, left)
+				}
+			}
+			continue
+		}
+		end := now.Truncate(d.Window).Add(d.Window)
+		if got, want := d.RetryAfter, end.Sub(now); got != want {
+			t.Fatalf("decision %d: RetryAfter %v, want %v (the aligned end of the %v window)", i, got, want, d.Window)
+		}
+	}
+	// Turns alternate, so the replica holding a lease when the other is
+	// refused spends it: nothing is stranded, and the minute admits
+	// exactly its limit (400 in the first second, 200 in the next).
+	if admitted[0] != 600 {
+		t.Fatalf("admitted %d in the minute, want exactly 600", admitted[0])
+	}
+	for _, s := range stores {
+		before := s.Stats()
+		d, err := s.Take(ctx, limiter.Request{Key: "k", Policy: p, Now: now, Cost: 1})
+		if err != nil || d.Allowed {
+			t.Fatalf("out of budget: %+v, %v; want refused", d, err)
+		}
+		if after := s.Stats(); after.Cached != before.Cached+1 || after.RoundTrips != before.RoundTrips {
+			t.Fatalf("out of budget: stats %+v then %+v; want one cached refusal, no round trip", before, after)
+		}
+	}
+}
