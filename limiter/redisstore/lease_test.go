@@ -391,29 +391,36 @@ func TestLeasesExactAcrossReplicas(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			client := be.setup(t)
-			t.Run("one_window", func(t *testing.T) {
-				p := limiter.MustPolicy("exact", limiter.PerSecond(limit))
-				rs := newReplicaSet(t, replicas, p, func() redis.UniversalClient { return client(t) }, WithLeases(50*time.Millisecond, divisor))
-				lo, hi := int64(limit), int64(0)
-				for w := range windows {
-					key := "hot-" + strconv.Itoa(w%3)
-					got := rs.window(t, key, callers, limit*5/(2*replicas*callers))
-					if got > limit || got < limit-replicas*leaseCap {
-						t.Fatalf("window %d: admitted %d, want in [%d, %d]", w, got, limit-replicas*leaseCap, limit)
+			// Demand 2.5 times the limit drains every lease; 1.25 times
+			// leaves replicas whose callers stop while they hold units.
+			for _, demand := range []struct {
+				name  string
+				calls int // per caller per window
+			}{{"demand_2.5x", limit * 5 / (2 * replicas * callers)}, {"demand_1.25x", limit * 5 / (4 * replicas * callers)}} {
+				t.Run("one_window/"+demand.name, func(t *testing.T) {
+					p := limiter.MustPolicy("exact", limiter.PerSecond(limit))
+					rs := newReplicaSet(t, replicas, p, func() redis.UniversalClient { return client(t) }, WithLeases(50*time.Millisecond, divisor))
+					lo, hi := int64(limit), int64(0)
+					for w := range windows {
+						key := "hot-" + strconv.Itoa(w%3)
+						got := rs.window(t, key, callers, demand.calls)
+						if got > limit || got < limit-replicas*leaseCap {
+							t.Fatalf("window %d: admitted %d, want in [%d, %d]", w, got, limit-replicas*leaseCap, limit)
+						}
+						lo, hi = min(lo, got), max(hi, got)
+						rs.clk.Advance(time.Second)
 					}
-					lo, hi = min(lo, got), max(hi, got)
-					rs.clk.Advance(time.Second)
-				}
-				var leased, trips uint64
-				for _, s := range rs.stores {
-					leased += s.Stats().Leased
-					trips += s.Stats().RoundTrips
-				}
-				if leased == 0 {
-					t.Fatal("no decision was made from a lease")
-				}
-				t.Logf("admitted per window in [%d, %d] of %d; %d decisions leased, %d round trips", lo, hi, limit, leased, trips)
-			})
+					var leased, trips uint64
+					for _, s := range rs.stores {
+						leased += s.Stats().Leased
+						trips += s.Stats().RoundTrips
+					}
+					if leased == 0 {
+						t.Fatal("no decision was made from a lease")
+					}
+					t.Logf("admitted per window in [%d, %d] of %d; %d decisions leased, %d round trips", lo, hi, limit, leased, trips)
+				})
+			}
 			t.Run("layered", func(t *testing.T) {
 				// 320/s and 1000 per 5s: the long window binds in the
 				// fourth second of each of its windows.
