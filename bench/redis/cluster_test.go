@@ -30,18 +30,15 @@ var clusterContenders = func() []contender {
 // clusterClient returns a Cluster client of cl for one contender, with the
 // command counter on every node's client, so that it counts what goes on
 // the wire (redirects and retries included).
-//
-// MaxRetries -1 is what redisstore.New is to require (a script call is
-// not idempotent); on a Cluster client it is also go-redis's default for
-// the node clients, and MOVED and ASK are followed under MaxRedirects
-// (TestClusterRedirects checks both). The peers get the same client.
+// Retries and redirects are go-redis's defaults (the store's script calls
+// are never retried; MOVED and ASK are followed, as TestClusterRedirects
+// checks). The peers get the same client.
 func clusterClient(b *testing.B, cl *redistest.Cluster) (*goredis.ClusterClient, *counter) {
 	b.Helper()
 	c := goredis.NewClusterClient(&goredis.ClusterOptions{
 		Addrs:                 cl.Addrs(),
 		PoolSize:              callers,
 		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
 	})
 	h := &counter{}
 	c.OnNewNode(func(n *goredis.Client) { n.AddHook(h) })

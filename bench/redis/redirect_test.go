@@ -14,10 +14,10 @@ import (
 )
 
 // TestClusterRedirects checks the client the Cluster benchmark gives the
-// store: with MaxRetries -1, both modes still follow MOVED (a slot moved)
-// and ASK (a slot mid-migration), and charge each decision once. With
-// MaxRedirects -1 as well, MOVED is not followed: redirects live in
-// MaxRedirects, not MaxRetries.
+// store: with go-redis's default options, both modes follow MOVED (a slot
+// moved) and ASK (a slot mid-migration), and charge each decision once.
+// With MaxRedirects -1, MOVED is not followed: the store leaves redirects
+// to the client.
 func TestClusterRedirects(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t)
@@ -26,7 +26,6 @@ func TestClusterRedirects(t *testing.T) {
 		c := goredis.NewClusterClient(&goredis.ClusterOptions{
 			Addrs:                 cl.Addrs(),
 			ContextTimeoutEnabled: true,
-			MaxRetries:            -1,
 			MaxRedirects:          maxRedirects,
 		})
 		t.Cleanup(func() { c.Close() })

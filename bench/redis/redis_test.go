@@ -56,7 +56,7 @@ func (c *counter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.
 
 func client(b *testing.B) (*goredis.Client, *counter) {
 	b.Helper()
-	c := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: callers, ContextTimeoutEnabled: true, MaxRetries: -1})
+	c := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: callers, ContextTimeoutEnabled: true})
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		b.Fatalf("no Redis at %s: %v", addr, err)
 	}

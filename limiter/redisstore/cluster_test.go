@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,4 +127,134 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("the old master answered no MOVED:\n%s", info)
 		}
 	})
+}
+
+// TestClusterMigrationUnderLoad moves a hot key's slot to another master
+// and back while four replicas decide for it from 32 goroutines: first
+// the keys move and the slot stays MIGRATING (ASK, and TRYAGAIN for a
+// script whose two windows are split), then the move completes (MOVED
+// for every replica's stale slot map). No decision may fail (nothing is
+// lost) and the counts in Redis must equal the decisions admitted
+// (nothing is charged twice, nothing dropped after it ran).
+func TestClusterMigrationUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t)
+	admin := cl.Client(t)
+	p := limiter.MustPolicy("migrate", limiter.PerMinute(1<<30), limiter.PerHour(1<<30))
+	for _, mode := range []Pipelining{Plain, AutoPipeline} {
+		t.Run(mode.String(), func(t *testing.T) {
+			prefix := testPrefix(t)
+			clk := fakeclock.New(t0)
+			var (
+				ls     []*limiter.Limiter
+				stores []*Store
+			)
+			for range 4 {
+				s, err := New(cl.Client(t), WithPrefix(prefix), WithPipelining(mode), WithTimeout(5*time.Second))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				stores = append(stores, s)
+				ls = append(ls, newLimiter(t, p, s, clk))
+			}
+			const key = "hot"
+			if _, err := ls[0].Allow(ctx, key, 1); err != nil {
+				t.Fatal(err)
+			}
+			admitted := atomic.Int64{}
+			admitted.Add(1)
+			slot, err := admin.ClusterKeySlot(ctx, keyOf(stores[0], key, p, 0, t0)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := func() int {
+				owner := cl.SlotOwner(t, int(slot))
+				for i, n := range cl.Nodes {
+					if n.Addr() != owner {
+						return i
+					}
+				}
+				t.Fatal("one node serves every slot")
+				return 0
+			}
+
+			stop := make(chan struct{})
+			var (
+				wg     sync.WaitGroup
+				failed atomic.Int64
+				firstE atomic.Pointer[error]
+			)
+			for g := range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					l := ls[g%4]
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						d, err := l.Allow(ctx, key, 1)
+						switch {
+						case err != nil:
+							failed.Add(1)
+							firstE.CompareAndSwap(nil, &err)
+						case d.Allowed:
+							admitted.Add(1)
+						}
+					}
+				}()
+			}
+			pause := func() { time.Sleep(150 * time.Millisecond) }
+			pause()
+			for range 2 { // away, then back
+				finish := cl.BeginMove(t, int(slot), other())
+				pause() // ASK
+				finish()
+				pause() // MOVED
+			}
+			close(stop)
+			wg.Wait()
+			if n := failed.Load(); n > 0 {
+				t.Fatalf("%d decisions failed during the migration, the first: %v", n, *firstE.Load())
+			}
+			want := admitted.Load()
+			if want < 100 {
+				t.Fatalf("only %d decisions in the run: the test proved nothing", want)
+			}
+			for w := range 2 {
+				got, err := admin.Get(ctx, keyOf(stores[0], key, p, w, t0)).Int64()
+				if err != nil {
+					t.Fatalf("window %d: %v", w, err)
+				}
+				if got != want {
+					t.Fatalf("window %d: Redis counts %d, %d decisions admitted; want equal", w, got, want)
+				}
+			}
+			var redirects int
+			for _, n := range cl.Nodes {
+				info, err := redistest.Client(t, n.Addr()).Info(ctx, "errorstats").Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, l := range strings.Split(info, "\n") {
+					if strings.HasPrefix(l, "errorstat_") {
+						t.Logf("%s %s", n.Addr(), strings.TrimSpace(l))
+					}
+				}
+				if strings.Contains(info, "errorstat_ASK:") {
+					redirects |= 1
+				}
+				if strings.Contains(info, "errorstat_MOVED:") {
+					redirects |= 2
+				}
+			}
+			if redirects != 3 {
+				t.Fatalf("redirects seen (1 ASK, 2 MOVED): %d, want both", redirects)
+			}
+			t.Logf("%d decisions admitted over two moves", want)
+		})
+	}
 }

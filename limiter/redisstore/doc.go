@@ -2,7 +2,7 @@
 // replica of a service shares one limit: N replicas admit the limit, not N
 // times it.
 //
-//	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true, MaxRetries: -1})
+//	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 //	store, err := redisstore.New(client) // fail closed, 100ms per decision
 //	if err != nil {
 //		log.Fatal(err)
@@ -63,14 +63,17 @@
 //
 // A decision is charged at most once. A reply lost after Redis ran the
 // script (a connection reset, a proxy restarting) is a failure of that
-// decision, answered by the FailurePolicy, never a second run: New refuses
-// a client that retries commands (ErrRetries). Set MaxRetries: -1, and on
-// a Cluster client MaxRedirects: -1 too (the store follows MOVED itself;
-// a redirected script ran nowhere). Refusing such clients was chosen over
-// an idempotent script because it needs no extra state in Redis nor a
-// request id per decision, and retrying a write that is not idempotent is
-// the fault. New cannot inspect a Ring or another UniversalClient: build
-// those with MaxRetries: -1 as well.
+// decision, answered by the FailurePolicy, never a second run: every
+// script call is a command whose NoRetry reports true, which go-redis
+// (v9.22 and later) never sends again after a network error, whatever
+// the client's MaxRetries and MaxRedirects; the client's other commands
+// keep their retries. A Cluster client still follows MOVED and ASK for
+// the script (a redirected script ran nowhere), and the store sends a
+// script answered TRYAGAIN again itself. This was chosen over an
+// idempotent script because it needs no extra state in Redis nor a
+// request id per decision. A hook of the user's own (redis.Hook) that
+// retries commands is outside the store's reach: such a hook must leave
+// EVALSHA and EVAL alone, or check Cmder.NoRetry.
 //
 // With the HTTP middleware, pick one place to fail open: either the store
 // (FailOpen or FailLocal: the middleware sees no error) or the middleware's

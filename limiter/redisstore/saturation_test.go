@@ -32,7 +32,7 @@ func TestBreakerClosedAtSaturation(t *testing.T) {
 			proxy := redistest.StartProxy(t, redistest.SharedAddr)
 			proxy.SetDelay(10 * time.Millisecond)
 			c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true,
-				MaxRetries: -1, PoolSize: 4})
+				PoolSize: 4})
 			t.Cleanup(func() { c.Close() })
 			var ev events
 			s := newStore(t, c, WithPipelining(mode), WithTimeout(200*time.Millisecond), WithObserver(ev.observe))
