@@ -15,7 +15,7 @@ import (
 )
 
 // TestCluster runs the store on a three-master Redis Cluster started from
-// the redis-server binary: layered windows of one client share a slot (no
+// the redis-server binary, on the Cluster client's path (AutoPipeline): layered windows of one client share a slot (no
 // CROSSSLOT), clients spread over every master, four replicas share one
 // limit, and a slot moved to another master mid-run (MOVED) keeps its
 // counts.
@@ -36,8 +36,8 @@ func TestCluster(t *testing.T) {
 		stores = append(stores, s)
 		ls = append(ls, newLimiter(t, p, s, clk))
 	}
-	if stores[0].batch != nil {
-		t.Fatal("Batch pipelining engaged on a Cluster client")
+	if stores[0].path != pathAutoPipeline || stores[0].batch != nil {
+		t.Fatalf("path %v on a Cluster client, want autopipeline", stores[0].path)
 	}
 	admin := cl.Client(t)
 
@@ -141,7 +141,7 @@ func TestClusterMigrationUnderLoad(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	admin := cl.Client(t)
 	p := limiter.MustPolicy("migrate", limiter.PerMinute(1<<30), limiter.PerHour(1<<30))
-	for _, mode := range []Pipelining{Plain, AutoPipeline} {
+	for _, mode := range []path{pathPlain, pathAutoPipeline} {
 		t.Run(mode.String(), func(t *testing.T) {
 			prefix := testPrefix(t)
 			clk := fakeclock.New(t0)
@@ -150,7 +150,7 @@ func TestClusterMigrationUnderLoad(t *testing.T) {
 				stores []*Store
 			)
 			for range 4 {
-				s, err := New(cl.Client(t), WithPrefix(prefix), WithPipelining(mode), WithTimeout(5*time.Second))
+				s, err := New(cl.Client(t), WithPrefix(prefix), withPath(mode), WithTimeout(5*time.Second))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -15,16 +15,20 @@ import (
 )
 
 // TestNewKeepsClientsRetries: New takes clients with go-redis's default
-// retries and redirects; the users' other commands keep them.
+// retries and redirects (the users' other commands keep them), and picks
+// one round-trip path per client kind: Batch where everything goes to one
+// server, AutoPipeline on a Cluster, Plain on a Ring (whose autopipeliner
+// go-redis does not support).
 func TestNewKeepsClientsRetries(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		client redis.UniversalClient
+		want   path
 	}{
-		{"client", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})},
-		{"failover", redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true})},
-		{"cluster", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true})},
-		{"ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}, ContextTimeoutEnabled: true})},
+		{"client", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), pathBatch},
+		{"failover", redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathBatch},
+		{"cluster", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathAutoPipeline},
+		{"ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathPlain},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer tc.client.Close()
@@ -32,7 +36,10 @@ func TestNewKeepsClientsRetries(t *testing.T) {
 			if err != nil {
 				t.Fatalf("New: got %v, want a store", err)
 			}
-			s.Close()
+			defer s.Close()
+			if s.path != tc.want || (s.batch != nil) != (tc.want == pathBatch) {
+				t.Fatalf("path %v (batcher %v), want %v", s.path, s.batch != nil, tc.want)
+			}
 		})
 	}
 }
@@ -78,14 +85,14 @@ func chargedOnce(t *testing.T, l *limiter.Limiter, count func() int64, arm func(
 func TestLostReplyChargedOnce(t *testing.T) {
 	p := limiter.MustPolicy("lost", limiter.PerHour(100))
 	shared := sharedClient(t)
-	for _, mode := range []Pipelining{Plain, Batch, AutoPipeline} {
+	for _, mode := range []path{pathPlain, pathBatch, pathAutoPipeline} {
 		t.Run(mode.String(), func(t *testing.T) {
 			proxy := redistest.StartProxy(t, redistest.SharedAddr)
 			c := redistest.Client(t, proxy.Addr())
 			if got := c.Options().MaxRetries; got != 3 {
 				t.Fatalf("client MaxRetries %d, want go-redis's default 3", got)
 			}
-			s := newStore(t, c, WithPipelining(mode), WithOverLimitCache(0),
+			s := newStore(t, c, withPath(mode), WithOverLimitCache(0),
 				WithBreaker(100, time.Second), WithTimeout(2*time.Second))
 			l := newLimiter(t, p, s, fakeclock.New(t0))
 			chargedOnce(t, l, func() int64 {
@@ -114,7 +121,7 @@ func TestLostReplyChargedOnce(t *testing.T) {
 			}
 		}
 		admin := cl.Client(t)
-		for _, mode := range []Pipelining{Plain, AutoPipeline} {
+		for _, mode := range []path{pathPlain, pathAutoPipeline} {
 			t.Run(mode.String(), func(t *testing.T) {
 				// The Cluster client re-sends a command after a network
 				// error within MaxRedirects (3 by default); its node
@@ -123,7 +130,7 @@ func TestLostReplyChargedOnce(t *testing.T) {
 				if o := c.Options(); o.MaxRedirects != 3 {
 					t.Fatalf("cluster client MaxRedirects %d, want go-redis's default 3", o.MaxRedirects)
 				}
-				s := newStore(t, c, WithPipelining(mode), WithOverLimitCache(0),
+				s := newStore(t, c, withPath(mode), WithOverLimitCache(0),
 					WithBreaker(100, time.Second), WithTimeout(2*time.Second))
 				l := newLimiter(t, p, s, fakeclock.New(t0))
 				key := keyOf(s, "k", p, 0, t0)

@@ -25,7 +25,8 @@ type Store struct {
 	keys    keyCache
 	cache   *overLimit
 	breaker *gobreaker.CircuitBreaker[any]
-	batch   *batcher // nil unless Batch pipelining applies
+	path    path
+	batch   *batcher // pathBatch only
 
 	fallback   *limiter.MemoryStore // FailLocal only
 	fbPolicies sync.Map             // *limiter.Policy → its policy at limit/divisor
@@ -61,7 +62,7 @@ type counters struct {
 // Stats counts what the store has done since New.
 type Stats struct {
 	// RoundTrips is the number of script calls sent to Redis (one may
-	// carry several decisions under Batch pipelining).
+	// carry several decisions on a *redis.Client, which batches them).
 	RoundTrips uint64
 	// Decisions is the number of decisions made by Redis.
 	Decisions uint64
@@ -99,18 +100,25 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	}
 	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == ServerClock)}
 	s.breaker = s.newBreaker()
+	s.path = cfg.path
+	if s.path == pathByClient {
+		s.path = pathFor(client)
+	}
 	// Batches mix clients' keys in one script call: only a client that
 	// sends everything to one server may carry them (not a Cluster or a
 	// Ring, which route a call by its first key).
 	single, isSingle := client.(*redis.Client)
+	if s.path == pathBatch && !isSingle {
+		s.path = pathPlain
+	}
 	switch {
-	case cfg.pipelining == AutoPipeline:
+	case s.path == pathAutoPipeline:
 		ap, err := client.AutoPipeline()
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: autopipeline: %w", err)
 		}
 		s.run = ap
-	case cfg.pipelining == Batch && isSingle:
+	case s.path == pathBatch:
 		s.batch = newBatcher(s, single)
 	case isSingle && single.Options().PoolSize > 0:
 		s.gate = make(chan struct{}, single.Options().PoolSize)
@@ -208,7 +216,7 @@ func (s *Store) single(tctx, caller context.Context, req *limiter.Request, r *re
 		rr  replyReader
 		err error
 	)
-	if s.cfg.pipelining == AutoPipeline {
+	if s.path == pathAutoPipeline {
 		rr, err = s.boundedRoundTrip(tctx, caller, cmd)
 	} else {
 		rr, err = s.roundTrip(tctx, caller, cmd)
