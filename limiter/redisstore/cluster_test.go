@@ -12,6 +12,7 @@ import (
 	"github.com/fixedwindow/ratelimit/internal/fakeclock"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestCluster runs the store on a three-master Redis Cluster started from
@@ -257,4 +258,92 @@ func TestClusterMigrationUnderLoad(t *testing.T) {
 			t.Logf("%d decisions admitted over two moves", want)
 		})
 	}
+}
+
+// TestClusterTryAgain: mid-migration, a source that holds one window's key
+// of a decision but not the other's answers TRYAGAIN (the script ran
+// nowhere). go-redis retries it only for retryable commands, so the store
+// sends it again itself; once the other key has moved too, the source
+// answers ASK, go-redis follows it, and the decision is charged once.
+func TestClusterTryAgain(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t)
+	admin := cl.Client(t)
+	p := limiter.MustPolicy("tryagain", limiter.PerMinute(100), limiter.PerHour(100))
+	for _, mode := range []path{pathAutoPipeline, pathPlain} {
+		t.Run(mode.String(), func(t *testing.T) {
+			s := newStore(t, cl.Client(t), withPath(mode))
+			l := newLimiter(t, p, s, fakeclock.New(t0))
+			key := "k-" + mode.String() // a slot of its own per subtest
+			if d, err := l.Allow(ctx, key, 1); err != nil || !d.Allowed {
+				t.Fatalf("before the move: %+v, %v", d, err)
+			}
+			k0, k1 := keyOf(s, key, p, 0, t0), keyOf(s, key, p, 1, t0)
+			slot, err := admin.ClusterKeySlot(ctx, k0).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			srcAddr := cl.SlotOwner(t, int(slot))
+			var src, dst *redistest.Server
+			for _, n := range cl.Nodes {
+				if n.Addr() == srcAddr {
+					src = n
+				} else if dst == nil {
+					dst = n
+				}
+			}
+			sc, dc := redistest.Client(t, src.Addr()), redistest.Client(t, dst.Addr())
+			srcID, _ := sc.ClusterMyID(ctx).Result()
+			dstID, _ := dc.ClusterMyID(ctx).Result()
+			do := func(c *redis.Client, args ...any) {
+				t.Helper()
+				if err := c.Do(ctx, args...).Err(); err != nil {
+					t.Fatalf("%v: %v", args, err)
+				}
+			}
+			do(dc, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
+			do(sc, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
+			do(sc, "MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS", k0) // k1 stays: split
+			tryAgain := errorCount(t, src.Addr(), "TRYAGAIN")
+			moved := make(chan struct{})
+			go func() {
+				defer close(moved)
+				time.Sleep(15 * time.Millisecond)
+				_ = sc.Do(ctx, "MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS", k1).Err()
+			}()
+			d, err := l.Allow(ctx, key, 1)
+			<-moved
+			if err != nil || !d.Allowed {
+				t.Fatalf("during the split migration: %+v, %v; want admitted", d, err)
+			}
+			if n := errorCount(t, src.Addr(), "TRYAGAIN"); n <= tryAgain {
+				t.Fatalf("the source answered no TRYAGAIN (%d before, %d after): the test proved nothing", tryAgain, n)
+			}
+			for _, n := range cl.Nodes {
+				do(redistest.Client(t, n.Addr()), "CLUSTER", "SETSLOT", slot, "NODE", dstID)
+			}
+			for _, k := range []string{k0, k1} {
+				if got, err := admin.Get(ctx, k).Int64(); err != nil || got != 2 {
+					t.Fatalf("%s: %d, %v; want 2 (charged once)", k, got, err)
+				}
+			}
+		})
+	}
+}
+
+// errorCount returns how many times the node at addr has replied with the
+// error prefix (MOVED, ASK, TRYAGAIN) since it started.
+func errorCount(t *testing.T, addr, prefix string) int {
+	t.Helper()
+	info, err := redistest.Client(t, addr).Info(context.Background(), "errorstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "errorstat_"+prefix+":count="); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
 }
