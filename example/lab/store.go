@@ -46,7 +46,7 @@ func openStore(ctx context.Context, cfg storeConfig) (limiter.Store, func() erro
 		if err := checkRedis(ctx, cfg.RedisAddr); err != nil {
 			return nil, nil, err
 		}
-		c := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ContextTimeoutEnabled: true, MaxRetries: -1})
+		c := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ContextTimeoutEnabled: true})
 		s, err := redisstore.New(c)
 		if err != nil {
 			c.Close()

@@ -17,12 +17,6 @@ var (
 	// ContextTimeoutEnabled: its socket reads ignore deadlines, so no
 	// decision could be bounded in time.
 	ErrContextTimeout = errors.New("redisstore: client must set ContextTimeoutEnabled so that decisions are bounded in time")
-	// ErrRetries reports a client that retries commands: after a reply
-	// lost to a broken connection it would run the script again and charge
-	// one decision (under Batch, a whole batch) twice. Build the client
-	// with MaxRetries: -1, and a Cluster client also with MaxRedirects: -1
-	// (the store follows MOVED itself).
-	ErrRetries = errors.New("redisstore: client must not retry commands (set MaxRetries: -1, and on a Cluster client MaxRedirects: -1): a retried script whose reply was lost charges the decision twice")
 	// ErrInvalidOption reports an option with a value out of range.
 	ErrInvalidOption = errors.New("redisstore: invalid option")
 	// ErrBadReply reports a script reply that does not have the expected
