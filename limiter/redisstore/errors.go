@@ -1,6 +1,9 @@
 package redisstore
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by this package. A decision that Redis could not make
 // (unreachable, too slow, breaker open) wraps both ErrUnavailable and the
@@ -11,12 +14,14 @@ var (
 	// and a generic body (a custom ErrorHandler may prefer 503 with
 	// Retry-After), or admits the request with its own fail-open option.
 	ErrUnavailable = errors.New("redisstore: redis unavailable")
-	// ErrNilClient reports a nil client passed to New.
-	ErrNilClient = errors.New("redisstore: client is nil")
+	// ErrNilClient reports a nil client passed to New. It wraps
+	// ErrInvalidOption, as every configuration error of New does.
+	ErrNilClient = fmt.Errorf("%w: client is nil", ErrInvalidOption)
 	// ErrContextTimeout reports a client built without
 	// ContextTimeoutEnabled: its socket reads ignore deadlines, so no
 	// decision could be bounded in time.
-	ErrContextTimeout = errors.New("redisstore: client must set ContextTimeoutEnabled so that decisions are bounded in time")
+	// It wraps ErrInvalidOption.
+	ErrContextTimeout = fmt.Errorf("%w: client must set ContextTimeoutEnabled so that decisions are bounded in time", ErrInvalidOption)
 	// ErrInvalidOption reports an option with a value out of range.
 	ErrInvalidOption = errors.New("redisstore: invalid option")
 	// ErrBadReply reports a script reply that does not have the expected
