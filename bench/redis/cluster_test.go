@@ -14,34 +14,18 @@ import (
 // over, as in issue 12's measurement.
 const clusterKeys = 1000
 
-// clusterContenders are the contenders less Batch, which needs a client
-// that sends everything to one server: on a Cluster client the store falls
-// back to Plain, which runs anyway.
-var clusterContenders = func() []contender {
-	var out []contender
-	for _, ct := range contenders {
-		if ct.name != "fixedwindow_batch" {
-			out = append(out, ct)
-		}
-	}
-	return out
-}()
-
 // clusterClient returns a Cluster client of cl for one contender, with the
 // command counter on every node's client, so that it counts what goes on
 // the wire (redirects and retries included).
-//
-// MaxRetries -1 is what redisstore.New is to require (a script call is
-// not idempotent); on a Cluster client it is also go-redis's default for
-// the node clients, and MOVED and ASK are followed under MaxRedirects
-// (TestClusterRedirects checks both). The peers get the same client.
+// Retries and redirects are go-redis's defaults (the store's script calls
+// are never retried; MOVED and ASK are followed, as TestClusterRedirects
+// checks). The peers get the same client.
 func clusterClient(b *testing.B, cl *redistest.Cluster) (*goredis.ClusterClient, *counter) {
 	b.Helper()
 	c := goredis.NewClusterClient(&goredis.ClusterOptions{
 		Addrs:                 cl.Addrs(),
 		PoolSize:              callers,
 		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
 	})
 	h := &counter{}
 	c.OnNewNode(func(n *goredis.Client) { n.AddHook(h) })
@@ -60,11 +44,44 @@ func clusterClient(b *testing.B, cl *redistest.Cluster) (*goredis.ClusterClient,
 // server-cpu-ns/op adds up the three masters.
 func BenchmarkClusterAdmit(b *testing.B) {
 	cl := redistest.StartCluster(b)
-	for _, ct := range clusterContenders {
+	for _, ct := range contenders {
 		b.Run(ct.name, func(b *testing.B) {
 			c, h := clusterClient(b, cl)
 			decide := ct.make(b, c, 1<<30)
 			names := keyNames("cadmit-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-")
+			run(b, c, h, decide, names[:clusterKeys])
+		})
+	}
+}
+
+// BenchmarkRingAdmit is BenchmarkAdmit on a go-redis Ring of three
+// redis-server processes that the benchmark starts: every decision
+// admits, over 1,000 keys. The store sends one script call per decision
+// there (go-redis has no autopipeliner for a Ring, and a batch cannot
+// span shards). ulule is left out: it loads its scripts on one shard at
+// start and its EVALSHA then fails with NOSCRIPT on the others.
+func BenchmarkRingAdmit(b *testing.B) {
+	addrs := map[string]string{}
+	for i := range 3 {
+		addrs["shard"+strconv.Itoa(i)] = redistest.StartServer(b).Addr()
+	}
+	for _, ct := range contenders {
+		if ct.name == "ulule" {
+			continue
+		}
+		b.Run(ct.name, func(b *testing.B) {
+			c := goredis.NewRing(&goredis.RingOptions{Addrs: addrs, PoolSize: callers, ContextTimeoutEnabled: true})
+			h := &counter{}
+			b.Cleanup(func() { c.Close() })
+			// The shards exist once NewRing returns: hook each one.
+			if err := c.ForEachShard(context.Background(), func(ctx context.Context, n *goredis.Client) error {
+				n.AddHook(h)
+				return n.Ping(ctx).Err()
+			}); err != nil {
+				b.Fatalf("ring ping: %v", err)
+			}
+			decide := ct.make(b, c, 1<<30)
+			names := keyNames("radmit-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-")
 			run(b, c, h, decide, names[:clusterKeys])
 		})
 	}

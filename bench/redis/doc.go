@@ -24,6 +24,10 @@
 //
 //	go test -run '^$' -bench Cluster -count 6 ./redis
 //
+// BenchmarkRingAdmit does the same on a go-redis Ring of three servers it
+// starts. The store runs its one path per client kind: Batch on a
+// *redis.Client, AutoPipeline on a Cluster client, Plain on a Ring.
+//
 // BenchmarkScriptCeiling, on a Cluster of its own, estimates what shapes of
 // script calls (one per decision, pipelines per node, one per slot) could
 // give, with a stand-in script lighter than the store's.

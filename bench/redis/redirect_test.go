@@ -14,23 +14,23 @@ import (
 )
 
 // TestClusterRedirects checks the client the Cluster benchmark gives the
-// store: with MaxRetries -1, both modes still follow MOVED (a slot moved)
-// and ASK (a slot mid-migration), and charge each decision once. With
-// MaxRedirects -1 as well, MOVED is not followed: redirects live in
-// MaxRedirects, not MaxRetries.
+// store: with go-redis's default options, the store's Cluster path
+// follows MOVED (a slot moved) and ASK (a slot mid-migration), and charges
+// each decision once.
+// With MaxRedirects -1, MOVED is not followed: the store leaves redirects
+// to the client.
 func TestClusterRedirects(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t)
 	admin := cl.Client(t)
-	newLimiter := func(t *testing.T, mode redisstore.Pipelining, maxRedirects int) *limiter.Limiter {
+	newLimiter := func(t *testing.T, maxRedirects int) *limiter.Limiter {
 		c := goredis.NewClusterClient(&goredis.ClusterOptions{
 			Addrs:                 cl.Addrs(),
 			ContextTimeoutEnabled: true,
-			MaxRetries:            -1,
 			MaxRedirects:          maxRedirects,
 		})
 		t.Cleanup(func() { c.Close() })
-		s, err := redisstore.New(c, redisstore.WithPipelining(mode), redisstore.WithTimeout(5*time.Second),
+		s, err := redisstore.New(c, redisstore.WithTimeout(5*time.Second),
 			redisstore.WithPrefix("redir-"+strconv.FormatInt(time.Now().UnixNano(), 36)+":"))
 		if err != nil {
 			t.Fatal(err)
@@ -61,36 +61,34 @@ func TestClusterRedirects(t *testing.T) {
 		}
 	}
 
-	for _, mode := range []redisstore.Pipelining{redisstore.Plain, redisstore.AutoPipeline} {
-		t.Run(mode.String(), func(t *testing.T) {
-			key := "redir-" + mode.String()
-			slot, err := admin.ClusterKeySlot(ctx, "{"+key+"}").Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := newLimiter(t, mode, 0)
-			want(t, l, key, "first", 9)
-			want(t, l, key, "second", 8)
+	t.Run("moved_and_ask", func(t *testing.T) {
+		key := "redir-default"
+		slot, err := admin.ClusterKeySlot(ctx, "{"+key+"}").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := newLimiter(t, 0)
+		want(t, l, key, "first", 9)
+		want(t, l, key, "second", 8)
 
-			from := cl.SlotOwner(t, int(slot))
-			moved := errorCount(t, from, "MOVED")
-			cl.MoveSlot(t, int(slot), elsewhere(t, int(slot)))
-			want(t, l, key, "after MOVED", 7)
-			if n := errorCount(t, from, "MOVED"); n <= moved {
-				t.Fatalf("%s: MOVED replies %d before, %d after; want more", from, moved, n)
-			}
+		from := cl.SlotOwner(t, int(slot))
+		moved := errorCount(t, from, "MOVED")
+		cl.MoveSlot(t, int(slot), elsewhere(t, int(slot)))
+		want(t, l, key, "after MOVED", 7)
+		if n := errorCount(t, from, "MOVED"); n <= moved {
+			t.Fatalf("%s: MOVED replies %d before, %d after; want more", from, moved, n)
+		}
 
-			from = cl.SlotOwner(t, int(slot))
-			ask := errorCount(t, from, "ASK")
-			finish := beginMove(t, cl, int(slot), elsewhere(t, int(slot)))
-			want(t, l, key, "during migration (ASK)", 6)
-			if n := errorCount(t, from, "ASK"); n <= ask {
-				t.Fatalf("%s: ASK replies %d before, %d after; want more", from, ask, n)
-			}
-			finish()
-			want(t, l, key, "after migration", 5)
-		})
-	}
+		from = cl.SlotOwner(t, int(slot))
+		ask := errorCount(t, from, "ASK")
+		finish := cl.BeginMove(t, int(slot), elsewhere(t, int(slot)))
+		want(t, l, key, "during migration (ASK)", 6)
+		if n := errorCount(t, from, "ASK"); n <= ask {
+			t.Fatalf("%s: ASK replies %d before, %d after; want more", from, ask, n)
+		}
+		finish()
+		want(t, l, key, "after migration", 5)
+	})
 
 	t.Run("max_redirects_-1_fails_on_MOVED", func(t *testing.T) {
 		key := "redir-none"
@@ -98,7 +96,7 @@ func TestClusterRedirects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := newLimiter(t, redisstore.Plain, -1)
+		l := newLimiter(t, -1)
 		want(t, l, key, "first", 9)
 		cl.MoveSlot(t, int(slot), elsewhere(t, int(slot)))
 		if _, err := l.Allow(ctx, key, 1); err == nil || !strings.Contains(err.Error(), "MOVED") {
@@ -122,43 +120,4 @@ func errorCount(t *testing.T, addr, prefix string) int {
 		}
 	}
 	return 0
-}
-
-// beginMove migrates slot's keys to Nodes[to] but leaves the slot
-// MIGRATING on its owner and IMPORTING on the target, so that the owner
-// answers ASK for them; finish ends the migration. (redistest.MoveSlot
-// does both at once.)
-func beginMove(t *testing.T, cl *redistest.Cluster, slot, to int) (finish func()) {
-	t.Helper()
-	ctx := context.Background()
-	src := redistest.Client(t, cl.SlotOwner(t, slot))
-	dst := redistest.Client(t, cl.Nodes[to].Addr())
-	must := func(err error, what string) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("move slot %d: %s: %v", slot, what, err)
-		}
-	}
-	srcID, err := src.ClusterMyID(ctx).Result()
-	must(err, "myid")
-	dstID, err := dst.ClusterMyID(ctx).Result()
-	must(err, "myid")
-	must(dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err(), "importing")
-	must(src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err(), "migrating")
-	keys, err := src.ClusterGetKeysInSlot(ctx, slot, 1000).Result()
-	must(err, "getkeysinslot")
-	if len(keys) == 0 {
-		t.Fatalf("move slot %d: no keys to migrate", slot)
-	}
-	args := []any{"MIGRATE", "127.0.0.1", cl.Nodes[to].Port(), "", 0, 5000, "KEYS"}
-	for _, k := range keys {
-		args = append(args, k)
-	}
-	must(src.Do(ctx, args...).Err(), "migrate")
-	return func() {
-		t.Helper()
-		for _, n := range cl.Nodes {
-			must(redistest.Client(t, n.Addr()).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err(), "setslot node")
-		}
-	}
 }

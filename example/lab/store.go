@@ -49,7 +49,7 @@ func openStore(ctx context.Context, cfg storeConfig) (limiter.Store, func() erro
 		if err := checkRedis(ctx, cfg.RedisAddr); err != nil {
 			return nil, nil, err
 		}
-		c := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ContextTimeoutEnabled: true, MaxRetries: -1})
+		c := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ContextTimeoutEnabled: true})
 		var opts []redisstore.Option
 		if cfg.Lease {
 			opts = append(opts, redisstore.WithLeases(redisstore.DefaultLeaseHorizon, redisstore.DefaultLeaseDivisor))

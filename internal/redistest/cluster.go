@@ -70,8 +70,6 @@ func (c *Cluster) Client(t testing.TB, opts ...func(*redis.ClusterOptions)) *red
 	o := &redis.ClusterOptions{
 		Addrs:                 c.Addrs(),
 		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		MaxRedirects:          -1,
 		DialTimeout:           200 * time.Millisecond,
 	}
 	for _, f := range opts {
@@ -120,6 +118,17 @@ func (c *Cluster) SlotOwner(t testing.TB, slot int) string {
 // the old master get MOVED and must follow it.
 func (c *Cluster) MoveSlot(t testing.TB, slot, to int) {
 	t.Helper()
+	c.BeginMove(t, slot, to)()
+}
+
+// BeginMove migrates slot's keys to Nodes[to] but leaves the slot
+// MIGRATING on its owner and IMPORTING on the target, so that the owner
+// answers ASK for the keys it no longer holds (and TRYAGAIN for a command
+// whose keys are split); finish ends the migration with SETSLOT NODE on
+// every node, after which the old owner answers MOVED. Keys created on the
+// owner after BeginMove stay there until finish migrates them.
+func (c *Cluster) BeginMove(t testing.TB, slot, to int) (finish func()) {
+	t.Helper()
 	ctx := context.Background()
 	owner := c.SlotOwner(t, slot)
 	var src *Server
@@ -133,45 +142,50 @@ func (c *Cluster) MoveSlot(t testing.TB, slot, to int) {
 		t.Fatalf("redistest: move slot %d: owner %s, target %s", slot, owner, dst.Addr())
 	}
 	sc := redis.NewClient(&redis.Options{Addr: src.Addr()})
-	defer sc.Close()
 	dc := redis.NewClient(&redis.Options{Addr: dst.Addr()})
-	defer dc.Close()
-	srcID, err := sc.ClusterMyID(ctx).Result()
-	if err != nil {
-		t.Fatalf("redistest: cluster myid: %v", err)
-	}
-	dstID, err := dc.ClusterMyID(ctx).Result()
-	if err != nil {
-		t.Fatalf("redistest: cluster myid: %v", err)
-	}
 	must := func(err error, what string) {
 		t.Helper()
 		if err != nil {
+			sc.Close()
+			dc.Close()
 			t.Fatalf("redistest: move slot %d: %s: %v", slot, what, err)
 		}
 	}
+	srcID, err := sc.ClusterMyID(ctx).Result()
+	must(err, "myid")
+	dstID, err := dc.ClusterMyID(ctx).Result()
+	must(err, "myid")
 	must(dc.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err(), "importing")
 	must(sc.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err(), "migrating")
-	for {
-		keys, err := sc.ClusterGetKeysInSlot(ctx, slot, 100).Result()
-		must(err, "getkeysinslot")
-		if len(keys) == 0 {
-			break
+	migrate := func() {
+		for {
+			keys, err := sc.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+			must(err, "getkeysinslot")
+			if len(keys) == 0 {
+				return
+			}
+			args := []any{"MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS"}
+			for _, k := range keys {
+				args = append(args, k)
+			}
+			must(sc.Do(ctx, args...).Err(), "migrate")
 		}
-		args := []any{"MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS"}
-		for _, k := range keys {
-			args = append(args, k)
-		}
-		must(sc.Do(ctx, args...).Err(), "migrate")
 	}
-	must(dc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err(), "setslot node on target")
-	for _, n := range c.Nodes {
-		if n == dst {
-			continue
+	migrate()
+	return func() {
+		t.Helper()
+		migrate()
+		must(dc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err(), "setslot node on target")
+		for _, n := range c.Nodes {
+			if n == dst {
+				continue
+			}
+			nc := redis.NewClient(&redis.Options{Addr: n.Addr()})
+			err := nc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err()
+			nc.Close()
+			must(err, "setslot node on "+n.Addr())
 		}
-		nc := redis.NewClient(&redis.Options{Addr: n.Addr()})
-		err := nc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err()
-		nc.Close()
-		must(err, "setslot node on "+n.Addr())
+		sc.Close()
+		dc.Close()
 	}
 }

@@ -135,13 +135,13 @@ func FreePort(t testing.TB) int {
 }
 
 // Client returns a client for addr, built as the store needs it
-// (ContextTimeoutEnabled, no retries), closed when the test ends.
+// (ContextTimeoutEnabled; retries left at go-redis's default), closed when
+// the test ends.
 func Client(t testing.TB, addr string) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{
 		Addr:                  addr,
 		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
 		DialTimeout:           200 * time.Millisecond,
 		PoolSize:              64,
 	})

@@ -155,10 +155,7 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 		nwin = append(nwin, n)
 	}
 	// The command: EVALSHA hash numkeys keys... header... requests...
-	args = append(args, "evalsha", takeScript.Hash(), len(keys))
-	for _, k := range keys {
-		args = append(args, k)
-	}
+	args = scriptCommand(args, keys)
 	h := s.cfg.header(len(live))
 	args = append(args, h[:]...)
 	for _, c := range live {
@@ -166,10 +163,10 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 	}
 	res = append(res, make([]result, len(live))...)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	raw, err := b.evalRaw(ctx, args)
+	r, err := b.eval(ctx, args)
 	cancel()
 	if err == nil {
-		err = parseRaw(raw, func(i int) int { return nwin[i] }, res)
+		err = parseReply(&r, func(i int) int { return nwin[i] }, res)
 	}
 	for i, c := range live {
 		if err == nil {
@@ -180,6 +177,27 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 	}
 	clear(args)
 	return keys, args, res, nwin
+}
+
+// eval runs one batch's script call through the circuit breaker, its
+// reply read raw.
+func (b *batcher) eval(ctx context.Context, cmd []any) (replyReader, error) {
+	s := b.s
+	v, err := s.breaker.Execute(func() (any, error) {
+		left := timeLeft(ctx)
+		r, err := s.eval(ctx, b.client, cmd, true)
+		if err != nil {
+			if err = s.queued(left, deadlineErr(ctx, err)); !isQueued(err) {
+				s.lastErr.Store(&err)
+			}
+			return nil, err
+		}
+		return r, nil
+	})
+	if err != nil {
+		return replyReader{}, err
+	}
+	return v.(replyReader), nil
 }
 
 // close refuses new calls and waits until no batch is running.

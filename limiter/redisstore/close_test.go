@@ -22,7 +22,7 @@ func TestNothingOutlivesClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := goleak.IgnoreCurrent()
-	s, err := New(c, WithPrefix(testPrefix(t)), WithPipelining(AutoPipeline), WithTimeout(50*time.Millisecond))
+	s, err := New(c, WithPrefix(testPrefix(t)), withPath(pathAutoPipeline), WithTimeout(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

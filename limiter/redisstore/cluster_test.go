@@ -4,16 +4,19 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestCluster runs the store on a three-master Redis Cluster started from
-// the redis-server binary: layered windows of one client share a slot (no
+// the redis-server binary, on the Cluster client's path (AutoPipeline): layered windows of one client share a slot (no
 // CROSSSLOT), clients spread over every master, four replicas share one
 // limit, and a slot moved to another master mid-run (MOVED) keeps its
 // counts.
@@ -34,8 +37,8 @@ func TestCluster(t *testing.T) {
 		stores = append(stores, s)
 		ls = append(ls, newLimiter(t, p, s, clk))
 	}
-	if stores[0].batch != nil {
-		t.Fatal("Batch pipelining engaged on a Cluster client")
+	if stores[0].path != pathAutoPipeline || stores[0].batch != nil {
+		t.Fatalf("path %v on a Cluster client, want autopipeline", stores[0].path)
 	}
 	admin := cl.Client(t)
 
@@ -125,4 +128,222 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("the old master answered no MOVED:\n%s", info)
 		}
 	})
+}
+
+// TestClusterMigrationUnderLoad moves a hot key's slot to another master
+// and back while four replicas decide for it from 32 goroutines: first
+// the keys move and the slot stays MIGRATING (ASK, and TRYAGAIN for a
+// script whose two windows are split), then the move completes (MOVED
+// for every replica's stale slot map). No decision may fail (nothing is
+// lost) and the counts in Redis must equal the decisions admitted
+// (nothing is charged twice, nothing dropped after it ran).
+func TestClusterMigrationUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t)
+	admin := cl.Client(t)
+	p := limiter.MustPolicy("migrate", limiter.PerMinute(1<<30), limiter.PerHour(1<<30))
+	for _, mode := range []path{pathPlain, pathAutoPipeline} {
+		t.Run(mode.String(), func(t *testing.T) {
+			prefix := testPrefix(t)
+			clk := limitertest.New(t0)
+			var (
+				ls     []*limiter.Limiter
+				stores []*Store
+			)
+			for range 4 {
+				s, err := New(cl.Client(t), WithPrefix(prefix), withPath(mode), WithTimeout(5*time.Second))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				stores = append(stores, s)
+				ls = append(ls, newLimiter(t, p, s, clk))
+			}
+			const key = "hot"
+			if _, err := ls[0].Allow(ctx, key, 1); err != nil {
+				t.Fatal(err)
+			}
+			admitted := atomic.Int64{}
+			admitted.Add(1)
+			slot, err := admin.ClusterKeySlot(ctx, keyOf(stores[0], key, p, 0, t0)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := func() int {
+				owner := cl.SlotOwner(t, int(slot))
+				for i, n := range cl.Nodes {
+					if n.Addr() != owner {
+						return i
+					}
+				}
+				t.Fatal("one node serves every slot")
+				return 0
+			}
+
+			stop := make(chan struct{})
+			var (
+				wg     sync.WaitGroup
+				failed atomic.Int64
+				firstE atomic.Pointer[error]
+			)
+			for g := range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					l := ls[g%4]
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						d, err := l.Allow(ctx, key, 1)
+						switch {
+						case err != nil:
+							failed.Add(1)
+							firstE.CompareAndSwap(nil, &err)
+						case d.Allowed:
+							admitted.Add(1)
+						}
+					}
+				}()
+			}
+			pause := func() { time.Sleep(150 * time.Millisecond) }
+			pause()
+			for range 2 { // away, then back
+				finish := cl.BeginMove(t, int(slot), other())
+				pause() // ASK
+				finish()
+				pause() // MOVED
+			}
+			close(stop)
+			wg.Wait()
+			if n := failed.Load(); n > 0 {
+				t.Fatalf("%d decisions failed during the migration, the first: %v", n, *firstE.Load())
+			}
+			want := admitted.Load()
+			if want < 100 {
+				t.Fatalf("only %d decisions in the run: the test proved nothing", want)
+			}
+			for w := range 2 {
+				got, err := admin.Get(ctx, keyOf(stores[0], key, p, w, t0)).Int64()
+				if err != nil {
+					t.Fatalf("window %d: %v", w, err)
+				}
+				if got != want {
+					t.Fatalf("window %d: Redis counts %d, %d decisions admitted; want equal", w, got, want)
+				}
+			}
+			var redirects int
+			for _, n := range cl.Nodes {
+				info, err := redistest.Client(t, n.Addr()).Info(ctx, "errorstats").Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, l := range strings.Split(info, "\n") {
+					if strings.HasPrefix(l, "errorstat_") {
+						t.Logf("%s %s", n.Addr(), strings.TrimSpace(l))
+					}
+				}
+				if strings.Contains(info, "errorstat_ASK:") {
+					redirects |= 1
+				}
+				if strings.Contains(info, "errorstat_MOVED:") {
+					redirects |= 2
+				}
+			}
+			if redirects != 3 {
+				t.Fatalf("redirects seen (1 ASK, 2 MOVED): %d, want both", redirects)
+			}
+			t.Logf("%d decisions admitted over two moves", want)
+		})
+	}
+}
+
+// TestClusterTryAgain: mid-migration, a source that holds one window's key
+// of a decision but not the other's answers TRYAGAIN (the script ran
+// nowhere). go-redis retries it only for retryable commands, so the store
+// sends it again itself; once the other key has moved too, the source
+// answers ASK, go-redis follows it, and the decision is charged once.
+func TestClusterTryAgain(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t)
+	admin := cl.Client(t)
+	p := limiter.MustPolicy("tryagain", limiter.PerMinute(100), limiter.PerHour(100))
+	for _, mode := range []path{pathAutoPipeline, pathPlain} {
+		t.Run(mode.String(), func(t *testing.T) {
+			s := newStore(t, cl.Client(t), withPath(mode))
+			l := newLimiter(t, p, s, limitertest.New(t0))
+			key := "k-" + mode.String() // a slot of its own per subtest
+			if d, err := l.Allow(ctx, key, 1); err != nil || !d.Allowed {
+				t.Fatalf("before the move: %+v, %v", d, err)
+			}
+			k0, k1 := keyOf(s, key, p, 0, t0), keyOf(s, key, p, 1, t0)
+			slot, err := admin.ClusterKeySlot(ctx, k0).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			srcAddr := cl.SlotOwner(t, int(slot))
+			var src, dst *redistest.Server
+			for _, n := range cl.Nodes {
+				if n.Addr() == srcAddr {
+					src = n
+				} else if dst == nil {
+					dst = n
+				}
+			}
+			sc, dc := redistest.Client(t, src.Addr()), redistest.Client(t, dst.Addr())
+			srcID, _ := sc.ClusterMyID(ctx).Result()
+			dstID, _ := dc.ClusterMyID(ctx).Result()
+			do := func(c *redis.Client, args ...any) {
+				t.Helper()
+				if err := c.Do(ctx, args...).Err(); err != nil {
+					t.Fatalf("%v: %v", args, err)
+				}
+			}
+			do(dc, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
+			do(sc, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
+			do(sc, "MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS", k0) // k1 stays: split
+			tryAgain := errorCount(t, src.Addr(), "TRYAGAIN")
+			moved := make(chan struct{})
+			go func() {
+				defer close(moved)
+				time.Sleep(15 * time.Millisecond)
+				_ = sc.Do(ctx, "MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS", k1).Err()
+			}()
+			d, err := l.Allow(ctx, key, 1)
+			<-moved
+			if err != nil || !d.Allowed {
+				t.Fatalf("during the split migration: %+v, %v; want admitted", d, err)
+			}
+			if n := errorCount(t, src.Addr(), "TRYAGAIN"); n <= tryAgain {
+				t.Fatalf("the source answered no TRYAGAIN (%d before, %d after): the test proved nothing", tryAgain, n)
+			}
+			for _, n := range cl.Nodes {
+				do(redistest.Client(t, n.Addr()), "CLUSTER", "SETSLOT", slot, "NODE", dstID)
+			}
+			for _, k := range []string{k0, k1} {
+				if got, err := admin.Get(ctx, k).Int64(); err != nil || got != 2 {
+					t.Fatalf("%s: %d, %v; want 2 (charged once)", k, got, err)
+				}
+			}
+		})
+	}
+}
+
+// errorCount returns how many times the node at addr has replied with the
+// error prefix (MOVED, ASK, TRYAGAIN) since it started.
+func errorCount(t *testing.T, addr, prefix string) int {
+	t.Helper()
+	info, err := redistest.Client(t, addr).Info(context.Background(), "errorstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "errorstat_"+prefix+":count="); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
 }

@@ -28,7 +28,7 @@ func TestMatchesMemoryStore(t *testing.T) {
 		{"big_limit_1ms_window", limiter.MustPolicy("big", limiter.Rate{Limit: limiter.MaxLimit, Window: 9 * time.Millisecond})},
 	}
 	for _, pc := range policies {
-		for _, mode := range []Pipelining{Batch, Plain} {
+		for _, mode := range []path{pathBatch, pathPlain} {
 			t.Run(pc.name+"/"+mode.String(), func(t *testing.T) {
 				ctx := context.Background()
 				clk := limitertest.New(t0.Add(123 * time.Millisecond))
@@ -37,7 +37,7 @@ func TestMatchesMemoryStore(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer mem.Close()
-				rs := newStore(t, c, WithPipelining(mode))
+				rs := newStore(t, c, withPath(mode))
 				rng := rand.New(rand.NewPCG(1, uint64(len(pc.name))))
 				keys := []string{"a", "b{x}", "c}%"}
 				for i := range 600 {

@@ -1,6 +1,9 @@
 package redisstore
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by this package. A decision that Redis could not make
 // (unreachable, too slow, breaker open) wraps both ErrUnavailable and the
@@ -11,18 +14,14 @@ var (
 	// and a generic body (a custom ErrorHandler may prefer 503 with
 	// Retry-After), or admits the request with its own fail-open option.
 	ErrUnavailable = errors.New("redisstore: redis unavailable")
-	// ErrNilClient reports a nil client passed to New.
-	ErrNilClient = errors.New("redisstore: client is nil")
+	// ErrNilClient reports a nil client passed to New. It wraps
+	// ErrInvalidOption, as every configuration error of New does.
+	ErrNilClient = fmt.Errorf("%w: client is nil", ErrInvalidOption)
 	// ErrContextTimeout reports a client built without
 	// ContextTimeoutEnabled: its socket reads ignore deadlines, so no
 	// decision could be bounded in time.
-	ErrContextTimeout = errors.New("redisstore: client must set ContextTimeoutEnabled so that decisions are bounded in time")
-	// ErrRetries reports a client that retries commands: after a reply
-	// lost to a broken connection it would run the script again and charge
-	// one decision (under Batch, a whole batch) twice. Build the client
-	// with MaxRetries: -1, and a Cluster client also with MaxRedirects: -1
-	// (the store follows MOVED itself).
-	ErrRetries = errors.New("redisstore: client must not retry commands (set MaxRetries: -1, and on a Cluster client MaxRedirects: -1): a retried script whose reply was lost charges the decision twice")
+	// It wraps ErrInvalidOption.
+	ErrContextTimeout = fmt.Errorf("%w: client must set ContextTimeoutEnabled so that decisions are bounded in time", ErrInvalidOption)
 	// ErrInvalidOption reports an option with a value out of range.
 	ErrInvalidOption = errors.New("redisstore: invalid option")
 	// ErrBadReply reports a script reply that does not have the expected

@@ -20,7 +20,7 @@ func Example() {
 	prefix := fmt.Sprintf("example:%d:", time.Now().UnixNano())
 	var replicas []*limiter.Limiter
 	for range 2 {
-		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true, MaxRetries: -1})
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 		defer c.Close()
 		s, err := redisstore.New(c, redisstore.WithPrefix(prefix))
 		if err != nil {
@@ -53,7 +53,7 @@ func Example() {
 func ExampleWithFailurePolicy() {
 	ctx := context.Background()
 	p := limiter.MustPolicy("example", limiter.PerHour(3))
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer c.Close()
 	for _, fp := range []redisstore.FailurePolicy{redisstore.FailClosed, redisstore.FailOpen} {
 		s, err := redisstore.New(c, redisstore.WithFailurePolicy(fp), redisstore.WithTimeout(50*time.Millisecond))

@@ -183,12 +183,12 @@ func admitted(t *testing.T, l *limiter.Limiter, key string, n int, errs *[]error
 func TestSlowRedis(t *testing.T) {
 	const timeout = 50 * time.Millisecond
 	p := limiter.MustPolicy("slow", limiter.PerHour(1000))
-	for _, mode := range []Pipelining{Batch, Plain, AutoPipeline} {
+	for _, mode := range []path{pathBatch, pathPlain, pathAutoPipeline} {
 		for _, fp := range []FailurePolicy{FailClosed, FailOpen} {
 			t.Run(mode.String()+"/"+fp.String(), func(t *testing.T) {
 				proxy := redistest.StartProxy(t, redistest.SharedAddr)
 				c := redistest.Client(t, proxy.Addr())
-				s := newStore(t, c, WithPipelining(mode), WithFailurePolicy(fp), WithTimeout(timeout),
+				s := newStore(t, c, withPath(mode), WithFailurePolicy(fp), WithTimeout(timeout),
 					WithBreaker(100, 50*time.Millisecond))
 				l := newLimiter(t, p, s, limitertest.New(t0))
 				ctx := context.Background()
@@ -260,8 +260,8 @@ func TestScriptFlushMidRun(t *testing.T) {
 	prefix := testPrefix(t)
 	clk := limitertest.New(t0)
 	var ls []*limiter.Limiter
-	for _, mode := range []Pipelining{Batch, Plain} {
-		s, err := New(redistest.Client(t, srv.Addr()), WithPrefix(prefix), WithPipelining(mode), WithTimeout(5*time.Second))
+	for _, mode := range []path{pathBatch, pathPlain} {
+		s, err := New(redistest.Client(t, srv.Addr()), WithPrefix(prefix), withPath(mode), WithTimeout(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

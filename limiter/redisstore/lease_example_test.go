@@ -22,7 +22,7 @@ func ExampleWithLeases() {
 		stores   []*redisstore.Store
 	)
 	for range 2 {
-		client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true, MaxRetries: -1})
+		client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 		defer client.Close()
 		store, err := redisstore.New(client, redisstore.WithPrefix(prefix),
 			redisstore.WithLeases(redisstore.DefaultLeaseHorizon, 10)) // leases of at most 100/10

@@ -214,7 +214,7 @@ func TestLeaseOneRequestInFlight(t *testing.T) {
 	ctx := context.Background()
 	proxy := redistest.StartProxy(t, redistest.SharedAddr)
 	c := redistest.Client(t, proxy.Addr())
-	s := newStore(t, c, WithLeases(50*time.Millisecond, 1), WithPipelining(Plain))
+	s := newStore(t, c, WithLeases(50*time.Millisecond, 1), withPath(pathPlain))
 	p := limiter.MustPolicy("inflight", limiter.PerMinute(1000)) // cap 1000
 	for range 3 {                                                // warm: the next request wants a lease
 		if _, err := s.Take(ctx, limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}); err != nil {
@@ -379,14 +379,18 @@ func TestLeasesExactAcrossReplicas(t *testing.T) {
 		// setup readies the backend for the test and returns a maker of
 		// clients for one subtest.
 		setup func(t *testing.T) func(t *testing.T) redis.UniversalClient
+		path  path // pathByClient: the client's own (Batch on one node, AutoPipeline on a Cluster)
 	}{
 		{"single_node", func(*testing.T) func(t *testing.T) redis.UniversalClient {
 			return func(t *testing.T) redis.UniversalClient { return redistest.Client(t, redistest.SharedAddr) }
-		}},
+		}, pathByClient},
+		{"single_node_plain", func(*testing.T) func(t *testing.T) redis.UniversalClient {
+			return func(t *testing.T) redis.UniversalClient { return redistest.Client(t, redistest.SharedAddr) }
+		}, pathPlain},
 		{"cluster", func(t *testing.T) func(t *testing.T) redis.UniversalClient {
 			cl := redistest.StartCluster(t)
 			return func(t *testing.T) redis.UniversalClient { return cl.Client(t) }
-		}},
+		}, pathByClient},
 	}
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
@@ -399,7 +403,7 @@ func TestLeasesExactAcrossReplicas(t *testing.T) {
 			}{{"demand_2.5x", limit * 5 / (2 * replicas * callers)}, {"demand_1.25x", limit * 5 / (4 * replicas * callers)}} {
 				t.Run("one_window/"+demand.name, func(t *testing.T) {
 					p := limiter.MustPolicy("exact", limiter.PerSecond(limit))
-					rs := newReplicaSet(t, replicas, p, func() redis.UniversalClient { return client(t) }, WithLeases(50*time.Millisecond, divisor))
+					rs := newReplicaSet(t, replicas, p, func() redis.UniversalClient { return client(t) }, WithLeases(50*time.Millisecond, divisor), withPath(be.path))
 					lo, hi := int64(limit), int64(0)
 					for w := range windows {
 						key := "hot-" + strconv.Itoa(w%3)
@@ -426,7 +430,7 @@ func TestLeasesExactAcrossReplicas(t *testing.T) {
 				// fourth second of each of its windows.
 				const long = 1000
 				p := limiter.MustPolicy("layered", limiter.PerSecond(limit), limiter.Rate{Limit: long, Window: 5 * time.Second})
-				rs := newReplicaSet(t, replicas, p, func() redis.UniversalClient { return client(t) }, WithLeases(50*time.Millisecond, divisor))
+				rs := newReplicaSet(t, replicas, p, func() redis.UniversalClient { return client(t) }, WithLeases(50*time.Millisecond, divisor), withPath(be.path))
 				var inLong int64
 				for w := range 2 * 5 {
 					got := rs.window(t, "hot", callers, limit*5/(2*replicas*callers))

@@ -14,58 +14,34 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestNewRefusesRetryingClients: a client that sends a command again after
-// losing its reply would run the script twice and charge one decision (or
-// a batch) twice, so New refuses it and names the setting.
-func TestNewRefusesRetryingClients(t *testing.T) {
+// TestNewKeepsClientsRetries: New takes clients with go-redis's default
+// retries and redirects (the users' other commands keep them), and picks
+// one round-trip path per client kind: Batch where everything goes to one
+// server, AutoPipeline on a Cluster, Plain on a Ring (whose autopipeliner
+// go-redis does not support).
+func TestNewKeepsClientsRetries(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		client redis.UniversalClient
-		want   error
+		want   path
 	}{
-		{"client_default_retries", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), ErrRetries},
-		{"client_max_retries_2", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: 2}), ErrRetries},
-		{"client_max_retries_-1", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1}), nil},
-		{"failover_default_retries", redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), ErrRetries},
-		{"failover_max_retries_-1", redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRetries: -1}), nil},
-		{"cluster_default_redirects", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), ErrRetries},
-		{"cluster_node_retries", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRedirects: -1, MaxRetries: 2}), ErrRetries},
-		{"cluster_no_retries", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRedirects: -1, MaxRetries: -1}), nil},
-		{"universal_single_default", redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), ErrRetries},
-		{"universal_single_-1", redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRetries: -1}), nil},
+		{"client", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), pathBatch},
+		{"failover", redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathBatch},
+		{"cluster", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathAutoPipeline},
+		{"ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathPlain},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer tc.client.Close()
 			s, err := New(tc.client)
-			if err == nil {
-				s.Close()
+			if err != nil {
+				t.Fatalf("New: got %v, want a store", err)
 			}
-			if !errors.Is(err, tc.want) || (err == nil) != (tc.want == nil) {
-				t.Fatalf("New: got %v, want %v", err, tc.want)
+			defer s.Close()
+			if s.path != tc.want || (s.batch != nil) != (tc.want == pathBatch) {
+				t.Fatalf("path %v (batcher %v), want %v", s.path, s.batch != nil, tc.want)
 			}
 		})
 	}
-	if msg := ErrRetries.Error(); !containsAll(msg, "MaxRetries: -1", "MaxRedirects: -1") {
-		t.Fatalf("ErrRetries %q does not name the settings", msg)
-	}
-}
-
-func containsAll(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if !contains(s, sub) {
-			return false
-		}
-	}
-	return true
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
 
 // chargedOnce makes decisions through l, arming arm() to drop the reply
@@ -103,14 +79,20 @@ func chargedOnce(t *testing.T, l *limiter.Limiter, count func() int64, arm func(
 
 // TestLostReplyChargedOnce: a reply lost after Redis ran the script (the
 // proxy drops it and resets the connection) charges the decision once, in
-// every pipelining mode and on a Cluster client.
+// every pipelining mode and on a Cluster client, each built with
+// go-redis's default retries and redirects: the store's script calls are
+// never sent twice, whatever the client's settings.
 func TestLostReplyChargedOnce(t *testing.T) {
 	p := limiter.MustPolicy("lost", limiter.PerHour(100))
 	shared := sharedClient(t)
-	for _, mode := range []Pipelining{Plain, Batch, AutoPipeline} {
+	for _, mode := range []path{pathPlain, pathBatch, pathAutoPipeline} {
 		t.Run(mode.String(), func(t *testing.T) {
 			proxy := redistest.StartProxy(t, redistest.SharedAddr)
-			s := newStore(t, redistest.Client(t, proxy.Addr()), WithPipelining(mode), WithOverLimitCache(0),
+			c := redistest.Client(t, proxy.Addr())
+			if got := c.Options().MaxRetries; got != 3 {
+				t.Fatalf("client MaxRetries %d, want go-redis's default 3", got)
+			}
+			s := newStore(t, c, withPath(mode), WithOverLimitCache(0),
 				WithBreaker(100, time.Second), WithTimeout(2*time.Second))
 			l := newLimiter(t, p, s, limitertest.New(t0))
 			chargedOnce(t, l, func() int64 {
@@ -139,9 +121,16 @@ func TestLostReplyChargedOnce(t *testing.T) {
 			}
 		}
 		admin := cl.Client(t)
-		for _, mode := range []Pipelining{Plain, AutoPipeline} {
+		for _, mode := range []path{pathPlain, pathAutoPipeline} {
 			t.Run(mode.String(), func(t *testing.T) {
-				s := newStore(t, cl.Client(t, via), WithPipelining(mode), WithOverLimitCache(0),
+				// The Cluster client re-sends a command after a network
+				// error within MaxRedirects (3 by default); its node
+				// clients retry too when MaxRetries is set.
+				c := cl.Client(t, via, func(o *redis.ClusterOptions) { o.MaxRetries = 3 })
+				if o := c.Options(); o.MaxRedirects != 3 {
+					t.Fatalf("cluster client MaxRedirects %d, want go-redis's default 3", o.MaxRedirects)
+				}
+				s := newStore(t, c, withPath(mode), WithOverLimitCache(0),
 					WithBreaker(100, time.Second), WithTimeout(2*time.Second))
 				l := newLimiter(t, p, s, limitertest.New(t0))
 				key := keyOf(s, "k", p, 0, t0)

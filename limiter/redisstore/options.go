@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"fmt"
+
+	"github.com/redis/go-redis/v9"
 	"strings"
 	"time"
 )
@@ -97,36 +99,54 @@ func (f FailurePolicy) String() string {
 	return "closed"
 }
 
-// A Pipelining says how concurrent decisions share round trips.
-type Pipelining uint8
+// A path is how decisions reach Redis. New picks one per client kind, by
+// measurement (see the package documentation); tests force one with
+// withPath to cover every path on one server.
+type path uint8
 
 const (
-	// Batch (the default on a single node or Sentinel failover client)
-	// gathers the decisions that arrive while earlier ones are in flight
-	// into one script call: one EVALSHA decides up to the batch size of
-	// requests, each one atomically and in arrival order. It needs a
-	// client that sends every command to one server (a *redis.Client:
-	// single node or Sentinel failover); with a Cluster or Ring client,
-	// whose batches would span slots or shards, Plain applies.
-	Batch Pipelining = iota
-	// Plain sends one EVALSHA per decision on the client's pool.
-	Plain
-	// AutoPipeline sends one EVALSHA per decision through go-redis's
-	// blocking autopipeliner, which writes concurrent commands as one
-	// pipeline.
-	AutoPipeline
+	pathByClient path = iota
+	// pathBatch gathers concurrent decisions into one script call; it
+	// needs a client that sends everything to one server.
+	pathBatch
+	// pathPlain sends one script call per decision on the client's pool.
+	pathPlain
+	// pathAutoPipeline sends one script call per decision through
+	// go-redis's blocking autopipeliner, which writes concurrent
+	// commands as one pipeline per node.
+	pathAutoPipeline
 )
 
 // String returns "batch", "plain" or "autopipeline".
-func (p Pipelining) String() string {
+func (p path) String() string {
 	switch p {
-	case Plain:
+	case pathBatch:
+		return "batch"
+	case pathPlain:
 		return "plain"
-	case AutoPipeline:
+	case pathAutoPipeline:
 		return "autopipeline"
 	}
-	return "batch"
+	return "by-client"
 }
+
+// pathFor returns the path for client: Batch on a *redis.Client (a
+// single node or a Sentinel failover client), AutoPipeline on a
+// *redis.ClusterClient, Plain otherwise (a Ring, whose autopipeliner
+// go-redis does not support).
+func pathFor(client redis.UniversalClient) path {
+	switch client.(type) {
+	case *redis.Client:
+		return pathBatch
+	case *redis.ClusterClient:
+		return pathAutoPipeline
+	}
+	return pathPlain
+}
+
+// withPath forces a path, for tests. Batch applies only on a
+// *redis.Client; elsewhere Plain does.
+func withPath(p path) Option { return func(c *config) { c.path = p } }
 
 // An Option configures New.
 type Option func(*config)
@@ -142,7 +162,7 @@ type config struct {
 	breakerFailures int
 	breakerOpen     time.Duration
 	cacheSize       int
-	pipelining      Pipelining
+	path            path
 	batchSize       int
 	batchInFlight   int
 	lease           leaseConfig
@@ -208,13 +228,11 @@ func WithBreaker(failures int, openFor time.Duration) Option {
 // is refused locally, with no round trip, until that window ends.
 func WithOverLimitCache(n int) Option { return func(c *config) { c.cacheSize = n } }
 
-// WithPipelining chooses how concurrent decisions share round trips
-// (default Batch).
-func WithPipelining(p Pipelining) Option { return func(c *config) { c.pipelining = p } }
-
-// WithBatching sizes Batch pipelining: at most size decisions per script
-// call (default DefaultBatchSize) and at most inFlight calls at once
-// (default DefaultBatchInFlight).
+// WithBatching sizes the batches of a store on a *redis.Client (a single
+// node or Sentinel failover): at most size decisions per script call
+// (default DefaultBatchSize) and at most inFlight calls at once (default
+// DefaultBatchInFlight). Other clients send one script call per decision
+// and ignore it.
 func WithBatching(size, inFlight int) Option {
 	return func(c *config) { c.batchSize, c.batchInFlight = size, inFlight }
 }
@@ -238,8 +256,8 @@ func (c *config) validate() error {
 			ErrInvalidOption, c.breakerFailures, c.breakerOpen)
 	case c.cacheSize < 0:
 		return fmt.Errorf("%w: over-limit cache size %d must be ≥ 0", ErrInvalidOption, c.cacheSize)
-	case c.pipelining > AutoPipeline:
-		return fmt.Errorf("%w: pipelining %d", ErrInvalidOption, c.pipelining)
+	case c.path > pathAutoPipeline:
+		return fmt.Errorf("%w: path %d", ErrInvalidOption, c.path)
 	case c.batchSize < 1 || c.batchSize > MaxBatchSize || c.batchInFlight < 1:
 		return fmt.Errorf("%w: batching needs size in [1, %d] and in-flight ≥ 1, got %d and %d",
 			ErrInvalidOption, MaxBatchSize, c.batchSize, c.batchInFlight)

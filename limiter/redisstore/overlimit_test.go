@@ -113,10 +113,10 @@ func TestOverLimitCacheBounded(t *testing.T) {
 func TestResetRacingDecision(t *testing.T) {
 	ctx := context.Background()
 	p := limiter.MustPolicy("resetrace", limiter.PerMinute(3))
-	for _, mode := range []Pipelining{Plain, Batch} {
+	for _, mode := range []path{pathPlain, pathBatch} {
 		t.Run(mode.String(), func(t *testing.T) {
 			clk := limitertest.New(t0)
-			s := newStore(t, sharedClient(t), WithPipelining(mode))
+			s := newStore(t, sharedClient(t), withPath(mode))
 			l := newLimiter(t, p, s, clk)
 			for range 2 {
 				if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {

@@ -57,10 +57,10 @@ func TestReplicasShareOneLimit(t *testing.T) {
 		opts  []Option
 		clock ClockSource
 	}{
-		{"batch_app_clock", []Option{WithPipelining(Batch)}, AppClock},
-		{"plain_app_clock", []Option{WithPipelining(Plain)}, AppClock},
-		{"autopipeline_app_clock", []Option{WithPipelining(AutoPipeline)}, AppClock},
-		{"batch_server_clock", []Option{WithPipelining(Batch), WithClockSource(ServerClock)}, ServerClock},
+		{"batch_app_clock", []Option{withPath(pathBatch)}, AppClock},
+		{"plain_app_clock", []Option{withPath(pathPlain)}, AppClock},
+		{"autopipeline_app_clock", []Option{withPath(pathAutoPipeline)}, AppClock},
+		{"batch_server_clock", []Option{withPath(pathBatch), WithClockSource(ServerClock)}, ServerClock},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := limiter.MustPolicy("replicas", limiter.PerHour(limit))

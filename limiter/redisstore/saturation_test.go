@@ -23,7 +23,7 @@ import (
 func TestBreakerClosedAtSaturation(t *testing.T) {
 	const callers = 96
 	p := limiter.MustPolicy("saturation", limiter.PerHour(1<<30))
-	for _, mode := range []Pipelining{Batch, Plain, AutoPipeline} {
+	for _, mode := range []path{pathBatch, pathPlain, pathAutoPipeline} {
 		t.Run(mode.String(), func(t *testing.T) {
 			// Redis answers each command in about 10 ms (a distant
 			// network's round trip); 96 callers on 4 connections queue about
@@ -32,10 +32,10 @@ func TestBreakerClosedAtSaturation(t *testing.T) {
 			proxy := redistest.StartProxy(t, redistest.SharedAddr)
 			proxy.SetDelay(10 * time.Millisecond)
 			c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true,
-				MaxRetries: -1, PoolSize: 4})
+				PoolSize: 4})
 			t.Cleanup(func() { c.Close() })
 			var ev events
-			s := newStore(t, c, WithPipelining(mode), WithTimeout(200*time.Millisecond), WithObserver(ev.observe))
+			s := newStore(t, c, withPath(mode), WithTimeout(200*time.Millisecond), WithObserver(ev.observe))
 			l := newLimiter(t, p, s, limitertest.New(t0))
 			// Dial the pool's connections first (each costs several round
 			// trips), as a running service has them.

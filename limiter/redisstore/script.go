@@ -12,9 +12,8 @@ import (
 //go:embed take.lua
 var takeSource string
 
-// takeScript is built once; Run sends EVALSHA and falls back to EVAL when
-// the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
-var takeScript = redis.NewScript(takeSource)
+// takeHash is the script's SHA-1, which EVALSHA names it by.
+var takeHash = redis.NewScript(takeSource).Hash()
 
 // Arguments of the script, before the requests (see take.lua).
 const (
@@ -50,46 +49,6 @@ type result struct {
 	usec    int64
 	counts  [limiter.MaxWindows]int64 // before the request; -1 if corrupt
 	granted int64                     // units leased beside the request
-}
-
-// parseReply splits a reply into the results of n requests with the given
-// numbers of windows.
-func parseReply(v any, windows func(i int) int, out []result) error {
-	vals, ok := v.([]any)
-	if !ok || len(vals) < 2 {
-		return fmt.Errorf("%w: %T", ErrBadReply, v)
-	}
-	sec, ok1 := vals[0].(int64)
-	usec, ok2 := vals[1].(int64)
-	if !ok1 || !ok2 {
-		return fmt.Errorf("%w: time %v %v", ErrBadReply, vals[0], vals[1])
-	}
-	j := 2
-	for i := range out {
-		n := windows(i)
-		if j+2+n > len(vals) {
-			return fmt.Errorf("%w: %d values for %d requests", ErrBadReply, len(vals), len(out))
-		}
-		r := &out[i]
-		a, ok1 := vals[j].(int64)
-		at, ok2 := vals[j+1].(int64)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("%w: request %d: %v %v", ErrBadReply, i, vals[j], vals[j+1])
-		}
-		r.allowed, r.at, r.sec, r.usec, r.granted = a >= 1, at, sec, usec, max(0, a-1)
-		for w := range n {
-			c, ok := vals[j+2+w].(int64)
-			if !ok {
-				return fmt.Errorf("%w: request %d window %d: %v", ErrBadReply, i, w, vals[j+2+w])
-			}
-			r.counts[w] = c
-		}
-		j += 2 + n
-	}
-	if j != len(vals) {
-		return fmt.Errorf("%w: %d values left over", ErrBadReply, len(vals)-j)
-	}
-	return nil
 }
 
 // decide rebuilds the Decision from what the script found, with

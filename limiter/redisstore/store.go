@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,19 +20,18 @@ import (
 // use. The zero Store is not usable; call New.
 type Store struct {
 	client  redis.UniversalClient
-	run     redis.Scripter // the client, or its autopipeliner
+	run     processor // the client, or its autopipeliner
 	cfg     config
 	keys    keyCache
 	cache   *overLimit
 	breaker *gobreaker.CircuitBreaker[any]
-	batch   *batcher // nil unless Batch pipelining applies
+	path    path
+	batch   *batcher // pathBatch only
 	leases  *leases  // nil unless WithLeases
 
 	fallback   *limiter.MemoryStore // FailLocal only
 	fbPolicies sync.Map             // *limiter.Policy → its policy at limit/divisor
 	fbCount    atomic.Int64         // entries in fbPolicies, at most maxCachedPolicies
-
-	cluster bool // a *redis.ClusterClient: the store follows redirects
 
 	// gate holds at most the client's pool size of Plain round trips: a
 	// decision waits here, outside the breaker, rather than in the pool,
@@ -66,7 +64,7 @@ type counters struct {
 // Stats counts what the store has done since New.
 type Stats struct {
 	// RoundTrips is the number of script calls sent to Redis (one may
-	// carry several decisions under Batch pipelining).
+	// carry several decisions on a *redis.Client, which batches them).
 	RoundTrips uint64
 	// Decisions is the number of decisions made by Redis.
 	Decisions uint64
@@ -85,12 +83,12 @@ type Stats struct {
 }
 
 // New returns a store on client, which may be a single node, a failover
-// (Sentinel) client or a Cluster client, built with ContextTimeoutEnabled so
-// that each decision's deadline reaches the socket, and with MaxRetries: -1
-// (a Cluster client also MaxRedirects: -1) so that a script whose reply was
-// lost is never run twice; New returns ErrContextTimeout or ErrRetries
-// otherwise. The store does not own the client: close the client after
-// the store.
+// (Sentinel) client, a Cluster client or a Ring, built with
+// ContextTimeoutEnabled so that each decision's deadline reaches the
+// socket; New returns ErrContextTimeout otherwise. The client's retries
+// and redirects may stay as they are: the store sends its script calls
+// as commands go-redis never sends twice (see the package documentation).
+// The store does not own the client: close the client after the store.
 func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, ErrNilClient
@@ -105,25 +103,28 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if err := checkContextTimeout(client); err != nil {
 		return nil, err
 	}
-	if err := checkRetries(client); err != nil {
-		return nil, err
-	}
-	_, cluster := client.(*redis.ClusterClient)
-	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == ServerClock), cluster: cluster}
+	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == ServerClock)}
 	s.breaker = s.newBreaker()
 	s.leases = newLeases(cfg.lease, DefaultLeaseKeys, cfg.clock == ServerClock)
+	s.path = cfg.path
+	if s.path == pathByClient {
+		s.path = pathFor(client)
+	}
 	// Batches mix clients' keys in one script call: only a client that
 	// sends everything to one server may carry them (not a Cluster or a
 	// Ring, which route a call by its first key).
 	single, isSingle := client.(*redis.Client)
+	if s.path == pathBatch && !isSingle {
+		s.path = pathPlain
+	}
 	switch {
-	case cfg.pipelining == AutoPipeline:
+	case s.path == pathAutoPipeline:
 		ap, err := client.AutoPipeline()
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: autopipeline: %w", err)
 		}
 		s.run = ap
-	case cfg.pipelining == Batch && isSingle:
+	case s.path == pathBatch:
 		s.batch = newBatcher(s, single)
 	case isSingle && single.Options().PoolSize > 0:
 		s.gate = make(chan struct{}, single.Options().PoolSize)
@@ -154,29 +155,6 @@ func checkContextTimeout(c redis.UniversalClient) error {
 	return nil
 }
 
-// checkRetries refuses a client that would send a script again after
-// losing its reply: Redis may have run it, and the retry would charge the
-// decision (or a whole batch) a second time. A *redis.Client retries up
-// to MaxRetries (3 unless set to -1); a *redis.ClusterClient retries a
-// command on a network error within its MaxRedirects loop, so it needs
-// MaxRedirects: -1 as well (the store follows MOVED itself, which is safe:
-// a redirected script did not run) and node clients without retries
-// (ClusterOptions.MaxRetries 0 or -1, the default). Other clients (Ring)
-// cannot be inspected: set MaxRetries: -1 on them.
-func checkRetries(c redis.UniversalClient) error {
-	switch c := c.(type) {
-	case *redis.Client:
-		if c.Options().MaxRetries > 0 { // -1 is stored as 0
-			return ErrRetries
-		}
-	case *redis.ClusterClient:
-		if o := c.Options(); o.MaxRetries > 0 || o.MaxRedirects > 0 {
-			return ErrRetries
-		}
-	}
-	return nil
-}
-
 // Take decides one request: from the over-limit cache when the key is
 // known to be over its limit in this window, else with one script call,
 // bounded by the timeout and ctx. When Redis cannot decide, the failure
@@ -184,7 +162,8 @@ func checkRetries(c redis.UniversalClient) error {
 //
 // A decision that timed out, or whose ctx ended, may still have been
 // charged: its script may have reached Redis and run, and only the reply
-// been given up on. It is charged at most once (see New).
+// been given up on. It is charged at most once: go-redis never sends a
+// script call twice.
 func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
 	switch {
 	case s.closed.Load():
@@ -249,21 +228,22 @@ func (s *Store) single(tctx, caller context.Context, req *limiter.Request, want 
 	n := req.Policy.NumRates()
 	keys := appendKeys(make([]string, 0, n), s.cfg.prefix, req.Key, pk, n, s.cfg.clock, req.Now.UnixMilli())
 	h := s.cfg.header(1)
-	args := appendArgs(append(make([]any, 0, headerArgs+requestArgs+2*n), h[:]...), req, pk, want)
+	cmd := scriptCommand(make([]any, 0, 3+n+headerArgs+requestArgs+2*n), keys)
+	cmd = appendArgs(append(cmd, h[:]...), req, pk, want)
 	var (
-		v   any
+		rr  replyReader
 		err error
 	)
-	if s.cfg.pipelining == AutoPipeline {
-		v, err = s.boundedRoundTrip(tctx, caller, keys, args)
+	if s.path == pathAutoPipeline {
+		rr, err = s.boundedRoundTrip(tctx, caller, cmd)
 	} else {
-		v, err = s.roundTrip(tctx, caller, keys, args)
+		rr, err = s.roundTrip(tctx, caller, cmd)
 	}
 	if err != nil {
 		return err
 	}
 	var one [1]result
-	if err := parseReply(v, func(int) int { return n }, one[:]); err != nil {
+	if err := parseReply(&rr, func(int) int { return n }, one[:]); err != nil {
 		return err
 	}
 	*r = one[0]
@@ -272,33 +252,32 @@ func (s *Store) single(tctx, caller context.Context, req *limiter.Request, want 
 
 // roundTrip runs the script once through the circuit breaker. caller is
 // the context whose end means nobody waits any more.
-func (s *Store) roundTrip(ctx, caller context.Context, keys []string, args []any) (any, error) {
+func (s *Store) roundTrip(ctx, caller context.Context, cmd []any) (replyReader, error) {
 	if s.gate != nil {
 		arrived := timeLeft(ctx)
 		select {
 		case s.gate <- struct{}{}:
 			defer func() { <-s.gate }()
 		case <-ctx.Done():
-			return nil, errQueued{ctx.Err()}
+			return replyReader{}, errQueued{ctx.Err()}
 		}
 		// As the batcher does: a call that spent most of its time queued
 		// is answered as timed out rather than sent to run out of time
 		// on the wire, where its script might still charge.
 		if timeLeft(ctx) < arrived/4 {
-			return nil, errQueued{context.DeadlineExceeded}
+			return replyReader{}, errQueued{context.DeadlineExceeded}
 		}
 	}
-	return s.breaker.Execute(func() (any, error) {
-		s.stats.roundTrips.Add(1)
+	v, err := s.breaker.Execute(func() (any, error) {
 		left := timeLeft(ctx)
-		v, err := takeScript.Run(ctx, s.run, keys, args...).Result()
-		// The client follows no redirect (see checkRetries) but has begun
-		// to reload the slot map; a redirected script did not run, so
-		// sending it again is safe.
-		for try := 1; err != nil && s.cluster && try <= maxRedirects && isRedirect(err) &&
+		r, err := s.eval(ctx, s.run, cmd, false)
+		// go-redis follows MOVED and ASK; TRYAGAIN (a multi-key script
+		// mid-migration) it retries only for retryable commands. The
+		// script ran nowhere: send it again after a pause, as go-redis
+		// would.
+		for try := 1; isTryAgain(err) && try <= maxTryAgain &&
 			pause(ctx, time.Duration(try)*10*time.Millisecond); try++ {
-			s.stats.roundTrips.Add(1)
-			v, err = takeScript.Run(ctx, s.run, keys, args...).Result()
+			r, err = s.eval(ctx, s.run, cmd, false)
 		}
 		if err != nil {
 			err = deadlineErr(ctx, err)
@@ -308,9 +287,14 @@ func (s *Store) roundTrip(ctx, caller context.Context, keys []string, args []any
 			if err = s.queued(left, err); !isQueued(err) {
 				s.lastErr.Store(&err)
 			}
+			return nil, err
 		}
-		return v, err
+		return r, nil
 	})
+	if err != nil {
+		return replyReader{}, err
+	}
+	return v.(replyReader), nil
 }
 
 // timeLeft returns the time left before ctx's deadline.
@@ -357,10 +341,9 @@ func deadlineErr(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 }
 
-// maxRedirects bounds how many times a script redirected by a Cluster
-// (MOVED, ASK, TRYAGAIN: none of which ran it) is sent again, as go-redis's
-// own default MaxRedirects does.
-const maxRedirects = 3
+// maxTryAgain bounds how many times a script answered TRYAGAIN is sent
+// again, as go-redis's default MaxRedirects bounds its own retries.
+const maxTryAgain = 3
 
 // pause waits for d, or until ctx ends; it reports whether d passed.
 func pause(ctx context.Context, d time.Duration) bool {
@@ -374,46 +357,35 @@ func pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// isRedirect tells a Cluster's answer that the script ran nowhere and may
-// be sent again.
-func isRedirect(err error) bool {
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return false
-	}
-	msg := re.Error()
-	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") || strings.HasPrefix(msg, "TRYAGAIN")
-}
-
 // boundedRoundTrip is roundTrip for go-redis's autopipeliner, whose
 // blocking face (v9.23) waits for a batch's reply past the caller's
 // deadline (measured: 2s behind a 2s-delaying proxy with a 50ms timeout;
 // its reader is bounded by the client's ReadTimeout, not the context).
 // The call runs aside and the caller stops waiting at the deadline; Close
 // waits for the calls still aside.
-func (s *Store) boundedRoundTrip(ctx, caller context.Context, keys []string, args []any) (any, error) {
+func (s *Store) boundedRoundTrip(ctx, caller context.Context, cmd []any) (replyReader, error) {
 	type reply struct {
-		v   any
+		r   replyReader
 		err error
 	}
 	s.asideMu.Lock()
 	if s.asideClosed {
 		s.asideMu.Unlock()
-		return nil, limiter.ErrClosed
+		return replyReader{}, limiter.ErrClosed
 	}
 	s.aside.Add(1)
 	s.asideMu.Unlock()
 	ch := make(chan reply, 1)
 	go func() {
 		defer s.aside.Done()
-		v, err := s.roundTrip(ctx, caller, keys, args)
-		ch <- reply{v, err}
+		r, err := s.roundTrip(ctx, caller, cmd)
+		ch <- reply{r, err}
 	}()
 	select {
 	case r := <-ch:
-		return r.v, r.err
+		return r.r, r.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return replyReader{}, ctx.Err()
 	}
 }
 

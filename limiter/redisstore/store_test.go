@@ -46,6 +46,9 @@ func TestNewValidates(t *testing.T) {
 				}
 				t.Fatalf("New: got %v, want %v", err, tc.want)
 			}
+			if !errors.Is(err, ErrInvalidOption) {
+				t.Fatalf("New: got %v, want it to wrap ErrInvalidOption", err)
+			}
 		})
 	}
 }

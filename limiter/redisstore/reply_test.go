@@ -1,0 +1,98 @@
+package redisstore
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestParseReplyRaw reads replies as the batcher gets them: raw RESP.
+func TestParseReplyRaw(t *testing.T) {
+	one := func(int) int { return 1 }
+	tests := []struct {
+		name string
+		raw  string
+		n    int
+		want []result
+		err  error
+	}{
+		{"one_request", "*5\r\n:0\r\n:0\r\n:1\r\n:1790000000000\r\n:7\r\n", 1,
+			[]result{{allowed: true, at: 1790000000000, counts: [4]int64{7}}}, nil},
+		{"two_requests_negative_count", "*8\r\n:12\r\n:345\r\n:0\r\n:5\r\n:-1\r\n:1\r\n:6\r\n:9007199254740992\r\n", 2,
+			[]result{{at: 5, sec: 12, usec: 345, counts: [4]int64{-1}}, {allowed: true, at: 6, sec: 12, usec: 345, counts: [4]int64{1 << 53}}}, nil},
+		{"count_mismatch", "*4\r\n:0\r\n:0\r\n:1\r\n:5\r\n", 1, nil, ErrBadReply},
+		{"not_an_array", ":1\r\n", 1, nil, ErrBadReply},
+		{"bulk_string_element", "*5\r\n:0\r\n:0\r\n$1\r\n1\r\n:5\r\n:7\r\n", 1, nil, ErrBadReply},
+		{"trailing_bytes", "*5\r\n:0\r\n:0\r\n:1\r\n:5\r\n:7\r\nx", 1, nil, ErrBadReply},
+		{"truncated", "*5\r\n:0\r\n:0\r\n:1\r\n:5\r\n:7", 1, nil, ErrBadReply},
+		{"huge_number", "*5\r\n:0\r\n:0\r\n:1\r\n:5\r\n:12345678901234567890\r\n", 1, nil, ErrBadReply},
+		{"empty", "", 1, nil, ErrBadReply},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := make([]result, tc.n)
+			err := parseReply(&replyReader{raw: []byte(tc.raw)}, one, out)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("parseReply(%q): got error %v, want %v", tc.raw, err, tc.err)
+			}
+			if err != nil {
+				return
+			}
+			for i := range out {
+				if out[i] != tc.want[i] {
+					t.Fatalf("parseReply(%q)[%d]: got %+v, want %+v", tc.raw, i, out[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestParseReplyParsed reads replies as go-redis parses them (Plain,
+// AutoPipeline), with the same rules as the raw ones.
+func TestParseReplyParsed(t *testing.T) {
+	one := func(int) int { return 1 }
+	tests := []struct {
+		name   string
+		parsed any
+		n      int
+		want   []result
+		err    error
+	}{
+		{"one_request", []any{int64(0), int64(0), int64(1), int64(1790000000000), int64(7)}, 1,
+			[]result{{allowed: true, at: 1790000000000, counts: [4]int64{7}}}, nil},
+		{"two_requests_negative_count", []any{int64(12), int64(345), int64(0), int64(5), int64(-1), int64(1), int64(6), int64(1 << 53)}, 2,
+			[]result{{at: 5, sec: 12, usec: 345, counts: [4]int64{-1}}, {allowed: true, at: 6, sec: 12, usec: 345, counts: [4]int64{1 << 53}}}, nil},
+		{"count_mismatch", []any{int64(0), int64(0), int64(1), int64(5)}, 1, nil, ErrBadReply},
+		{"not_an_array", int64(1), 1, nil, ErrBadReply},
+		{"nil", nil, 1, nil, ErrBadReply},
+		{"string_element", []any{int64(0), int64(0), "1", int64(5), int64(7)}, 1, nil, ErrBadReply},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := make([]result, tc.n)
+			err := parseReply(&replyReader{parsed: tc.parsed, isParsed: true}, one, out)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("parseReply(%v): got error %v, want %v", tc.parsed, err, tc.err)
+			}
+			if err != nil {
+				return
+			}
+			for i := range out {
+				if out[i] != tc.want[i] {
+					t.Fatalf("parseReply(%v)[%d]: got %+v, want %+v", tc.parsed, i, out[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// FuzzParseRaw: no raw input panics the parser, and what it accepts has
+// the announced shape.
+func FuzzParseRaw(f *testing.F) {
+	f.Add([]byte("*5\r\n:0\r\n:0\r\n:1\r\n:1790000000000\r\n:7\r\n"))
+	f.Add([]byte("*8\r\n:12\r\n:345\r\n:0\r\n:5\r\n:-1\r\n:1\r\n:6\r\n:9\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out := make([]result, 2)
+		_ = parseReply(&replyReader{raw: b}, func(int) int { return 1 }, out[:1])
+		_ = parseReply(&replyReader{raw: b}, func(int) int { return 1 }, out)
+	})
+}
