@@ -624,3 +624,77 @@ func TestLeaseHonestHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestLeasesExactServerClock runs 4 leasing replicas under ServerClock,
+// on Redis's own clock, for about 2.5 seconds of 1-second windows: each
+// window, as told by the decisions' DecidedAt (Redis's time, or for a
+// leased decision Redis's time estimated on the monotonic clock), admits
+// at most the limit, and the windows run through whole admit at least
+// the limit less 4 caps.
+func TestLeasesExactServerClock(t *testing.T) {
+	const (
+		replicas = 4
+		callers  = 4
+		limit    = 200
+		divisor  = 16 // cap 12
+	)
+	p := limiter.MustPolicy("server", limiter.PerSecond(limit))
+	var stores []*Store
+	prefix := testPrefix(t)
+	for range replicas {
+		s, err := New(redistest.Client(t, redistest.SharedAddr), WithPrefix(prefix), WithTimeout(5*time.Second),
+			WithClockSource(ServerClock), WithLeases(50*time.Millisecond, divisor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores = append(stores, s)
+	}
+	var (
+		mu       sync.Mutex
+		byWindow = map[int64]int64{}
+		wg       sync.WaitGroup
+	)
+	stop := time.Now().Add(2500 * time.Millisecond)
+	for _, s := range stores {
+		for range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(stop) {
+					d, err := s.Take(context.Background(), limiter.Request{Key: "k", Policy: p, Now: time.Now(), Cost: 1})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if d.Allowed {
+						mu.Lock()
+						byWindow[d.DecidedAt().UnixMilli()/1000]++
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	first, last := int64(1<<62), int64(0)
+	for w := range byWindow {
+		first, last = min(first, w), max(last, w)
+	}
+	for w, n := range byWindow {
+		if n > limit {
+			t.Errorf("window %d: admitted %d, over the limit %d", w, n, limit)
+		}
+		if w != first && w != last && n < limit-replicas*(limit/divisor) {
+			t.Errorf("window %d (run through whole): admitted %d, want ≥ %d", w, n, limit-replicas*(limit/divisor))
+		}
+	}
+	var leased uint64
+	for _, s := range stores {
+		leased += s.Stats().Leased
+	}
+	t.Logf("admitted per window %v; %d leased decisions", byWindow, leased)
+	if leased == 0 {
+		t.Fatal("no decision made from a lease")
+	}
+}
