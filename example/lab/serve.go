@@ -55,9 +55,10 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.store.Kind, "store", "memory", "where counters live: memory or redis")
 	fs.StringVar(&cfg.store.RedisAddr, "redis-addr", "127.0.0.1:6379", "Redis `host:port`, for --store redis")
 	fs.BoolVar(&cfg.failOpen, "fail-open", false, "let requests through when the store fails, instead of answering 500")
+	fs.BoolVar(&cfg.store.Lease, "lease", false, "with --store redis, lease quota to hot keys (docs/leases.md)")
 	h, err := parseFlags(fs, args, stderr, map[string]string{
 		"addr": "127.0.0.1:8080", "limit": "10", "window": "1m", "store": "redis",
-		"redis-addr": "127.0.0.1:6379", "fail-open": "",
+		"redis-addr": "127.0.0.1:6379", "fail-open": "", "lease": "--store redis",
 	},
 		"Serves until SIGINT (Ctrl-C) or SIGTERM, then lets requests in flight finish.",
 		"With --store redis, Redis must answer PING at --redis-addr within 2s, or serve",
@@ -77,6 +78,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 		return cfg, h.bad("window", cfg.window, "must be a whole number of milliseconds")
 	case cfg.store.Kind != "memory" && cfg.store.Kind != "redis":
 		return cfg, h.bad("store", cfg.store.Kind, "must be memory or redis")
+	case cfg.store.Lease && cfg.store.Kind != "redis":
+		return cfg, h.bad("lease", "", "leases quota out of Redis, so it needs --store redis")
 	}
 	if _, err := limiter.NewPolicy("fixed-window", limiter.Rate{Limit: cfg.limit, Window: cfg.window}); err != nil {
 		return cfg, h.bad("limit", cfg.limit, fmt.Sprintf("with --window %v: %v", sim.ShortDuration(cfg.window), err))
@@ -115,7 +118,7 @@ func serve(ctx context.Context, cfg serveConfig, logw io.Writer, ready func(net.
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	log.Info("listening", "url", "http://"+ln.Addr().String(),
-		"limit", cfg.limit, "window", cfg.window, "store", cfg.store.Kind, "fail_open", cfg.failOpen)
+		"limit", cfg.limit, "window", cfg.window, "store", cfg.store.Kind, "lease", cfg.store.Lease, "fail_open", cfg.failOpen)
 	if ready != nil {
 		ready(ln.Addr())
 	}

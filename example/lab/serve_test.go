@@ -34,7 +34,8 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		{"unknown_store", []string{"--store", "disk"}, "--store disk: must be memory or redis; e.g. --store redis"},
 		{"empty_addr", []string{"--addr", ""}, "--addr \"\": must not be empty; e.g. --addr 127.0.0.1:8080"},
 		{"limit_over_exact_budget", []string{"--limit", "9007199254740993", "--window", "1ms"}, "exact integer budget"},
-		{"unknown_flag", []string{"--burst", "3"}, "--burst: no such flag; the flags are --addr, --fail-open, --limit, --redis-addr, --store, --window"},
+		{"unknown_flag", []string{"--burst", "3"}, "--burst: no such flag; the flags are --addr, --fail-open, --lease, --limit, --redis-addr, --store, --window"},
+		{"lease_without_redis", []string{"--lease"}, "--lease true: leases quota out of Redis, so it needs --store redis; e.g. --lease --store redis"},
 		{"window_missing_value", []string{"--window"}, "--window: needs a value; e.g. --window 1m"},
 		{"single_dash_as_typed", []string{"-limit", "0"}, "-limit 0: must be at least 1; e.g. -limit 10"},
 		{"bool_not_bool", []string{"--fail-open=maybe"}, "--fail-open maybe: not true or false; e.g. --fail-open"},
@@ -63,7 +64,7 @@ func TestServeHelpExitsZero(t *testing.T) {
 	if code := run(context.Background(), []string{"serve", "-h"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("serve -h: exit %d, want 0", code)
 	}
-	for _, flag := range []string{"-addr", "-limit", "-window", "-store", "-redis-addr", "-fail-open"} {
+	for _, flag := range []string{"-addr", "-limit", "-window", "-store", "-redis-addr", "-fail-open", "-lease"} {
 		if !strings.Contains(stderr.String(), flag) {
 			t.Errorf("serve -h does not list %s:\n%s", flag, stderr.String())
 		}

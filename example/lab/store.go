@@ -18,6 +18,9 @@ type storeConfig struct {
 	Kind string
 	// RedisAddr is the Redis server's host:port, for Kind "redis".
 	RedisAddr string
+	// Lease, for Kind "redis", lets the store lease quota to hot keys
+	// (redisstore.WithLeases with its defaults).
+	Lease bool
 }
 
 // redisPingTimeout bounds the startup check of --store redis.
@@ -47,7 +50,11 @@ func openStore(ctx context.Context, cfg storeConfig) (limiter.Store, func() erro
 			return nil, nil, err
 		}
 		c := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ContextTimeoutEnabled: true})
-		s, err := redisstore.New(c)
+		var opts []redisstore.Option
+		if cfg.Lease {
+			opts = append(opts, redisstore.WithLeases(redisstore.DefaultLeaseHorizon, redisstore.DefaultLeaseDivisor))
+		}
+		s, err := redisstore.New(c, opts...)
 		if err != nil {
 			c.Close()
 			return nil, nil, fmt.Errorf("redis store: %w", err)

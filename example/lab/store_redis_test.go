@@ -68,3 +68,48 @@ func TestOpenRedisStore(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestOpenRedisStoreLease: --lease gives a store that leases quota to a
+// hot key and still admits exactly the limit across two lab stores.
+func TestOpenRedisStoreLease(t *testing.T) {
+	srv := redistest.StartServer(t)
+	ctx := context.Background()
+	p := limiter.MustPolicy("lab", limiter.PerHour(640))
+	var (
+		ls     []*limiter.Limiter
+		stores []*redisstore.Store
+	)
+	for range 2 {
+		s, closeStore, err := openStore(ctx, storeConfig{Kind: "redis", RedisAddr: srv.Addr(), Lease: true})
+		if err != nil {
+			t.Fatalf("openStore: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := closeStore(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+		l, err := limiter.New(p, limiter.WithStore(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		stores = append(stores, s.(*redisstore.Store))
+	}
+	admitted := 0
+	for i := range 1000 {
+		d, err := ls[i%2].Allow(ctx, "hot", 1)
+		if err != nil {
+			t.Fatalf("Allow: %v", err)
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	if admitted > 640 || admitted < 640-2*10 {
+		t.Fatalf("two leasing lab stores admitted %d of 1000, want in [620, 640]", admitted)
+	}
+	if stores[0].Stats().Leased == 0 {
+		t.Fatal("no decision made from a lease")
+	}
+}

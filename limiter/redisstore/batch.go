@@ -33,6 +33,7 @@ type call struct {
 	ctx      context.Context
 	deadline time.Time // the store's timeout, from the call's arrival
 	req      limiter.Request
+	want     int64 // the lease asked for
 	res      result
 	err      error
 	done     chan struct{}
@@ -58,9 +59,9 @@ func newBatcher(s *Store, c *redis.Client) *batcher {
 // call, which is no later than this one's; a call with less than a
 // quarter of the timeout left when its turn comes is dropped as timed out,
 // and a batch's own deadline is that of its oldest remaining call.
-func (b *batcher) do(ctx context.Context, req *limiter.Request) (result, error) {
+func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64) (result, error) {
 	c := callPool.Get().(*call)
-	c.ctx, c.req, c.err = ctx, *req, nil
+	c.ctx, c.req, c.want, c.err = ctx, *req, want, nil
 	c.deadline = time.Now().Add(b.s.cfg.timeout)
 	b.mu.Lock()
 	if b.closed {
@@ -158,7 +159,7 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 	h := s.cfg.header(len(live))
 	args = append(args, h[:]...)
 	for _, c := range live {
-		args = appendArgs(args, &c.req, s.keys.get(c.req.Policy))
+		args = appendArgs(args, &c.req, s.keys.get(c.req.Policy), c.want)
 	}
 	res = append(res, make([]result, len(live))...)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)

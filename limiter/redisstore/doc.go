@@ -47,6 +47,16 @@
 // reads Redis's TIME in the script: one clock for every replica. See
 // ClockSource for the failure modes of each.
 //
+// # Leases
+//
+// WithLeases lets a replica decide a hot key locally: a request that goes
+// to Redis may also lease part of its key's budget, charged to every
+// window in the same atomic script call, and the replica spends it with
+// no round trip until it is spent or its window ends. The limit stays an
+// exact upper bound across replicas; units leased and not spent by the
+// window's end are lost to it, a bounded under-admission. See
+// docs/leases.md.
+//
 // # Time and failure
 //
 // Every decision is bounded by a timeout (default 100ms) on top of the

@@ -165,6 +165,7 @@ type config struct {
 	path            path
 	batchSize       int
 	batchInFlight   int
+	lease           leaseConfig
 }
 
 func defaults() config {
@@ -261,5 +262,5 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: batching needs size in [1, %d] and in-flight ≥ 1, got %d and %d",
 			ErrInvalidOption, MaxBatchSize, c.batchSize, c.batchInFlight)
 	}
-	return nil
+	return c.lease.validate()
 }

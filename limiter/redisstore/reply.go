@@ -116,7 +116,7 @@ func parseReply(r *replyReader, windows func(i int) int, out []result) error {
 		if err != nil {
 			return err
 		}
-		res.allowed, res.at, res.sec, res.usec = a == 1, at, sec, usec
+		res.allowed, res.at, res.sec, res.usec, res.granted = a >= 1, at, sec, usec, max(0, a-1)
 		for w := range windows(i) {
 			if res.counts[w], err = r.int(); err != nil {
 				return err

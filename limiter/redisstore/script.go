@@ -18,7 +18,7 @@ var takeHash = redis.NewScript(takeSource).Hash()
 // Arguments of the script, before the requests (see take.lua).
 const (
 	headerArgs  = 3 // clock, margin, number of requests
-	requestArgs = 4 // now ms, cost, peek, number of windows
+	requestArgs = 5 // now ms, cost, peek, want, number of windows
 )
 
 // header returns the script's leading arguments for n requests.
@@ -30,13 +30,14 @@ func (c *config) header(n int) [headerArgs]any {
 	return [headerArgs]any{clock, c.margin.Milliseconds(), n}
 }
 
-// appendArgs appends one request's arguments.
-func appendArgs(dst []any, req *limiter.Request, pk *policyKeys) []any {
+// appendArgs appends one request's arguments; want is the lease it asks
+// for (0: none).
+func appendArgs(dst []any, req *limiter.Request, pk *policyKeys, want int64) []any {
 	peek := 0
 	if req.Peek {
 		peek = 1
 	}
-	dst = append(dst, req.Now.UnixMilli(), req.Cost, peek, len(pk.rates)/2)
+	dst = append(dst, req.Now.UnixMilli(), req.Cost, peek, want, len(pk.rates)/2)
 	return append(dst, pk.rates...)
 }
 
@@ -47,6 +48,7 @@ type result struct {
 	sec     int64 // TIME (ServerClock)
 	usec    int64
 	counts  [limiter.MaxWindows]int64 // before the request; -1 if corrupt
+	granted int64                     // units leased beside the request
 }
 
 // decide rebuilds the Decision from what the script found, with

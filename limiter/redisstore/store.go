@@ -27,6 +27,7 @@ type Store struct {
 	breaker *gobreaker.CircuitBreaker[any]
 	path    path
 	batch   *batcher // pathBatch only
+	leases  *leases  // nil unless WithLeases
 
 	fallback   *limiter.MemoryStore // FailLocal only
 	fbPolicies sync.Map             // *limiter.Policy → its policy at limit/divisor
@@ -57,6 +58,7 @@ var _ limiter.Store = (*Store)(nil)
 
 type counters struct {
 	roundTrips, decisions, cached, failures, degraded atomic.Uint64
+	leased                                            atomic.Uint64
 }
 
 // Stats counts what the store has done since New.
@@ -75,6 +77,9 @@ type Stats struct {
 	// Degraded is the number of those answered by FailOpen or FailLocal
 	// instead of an error.
 	Degraded uint64
+	// Leased is the number of decisions answered from a lease held by
+	// this replica (WithLeases), with no round trip.
+	Leased uint64
 }
 
 // New returns a store on client, which may be a single node, a failover
@@ -100,6 +105,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	}
 	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == ServerClock)}
 	s.breaker = s.newBreaker()
+	s.leases = newLeases(cfg.lease, DefaultLeaseKeys, cfg.clock == ServerClock)
 	s.path = cfg.path
 	if s.path == pathByClient {
 		s.path = pathFor(client)
@@ -169,20 +175,27 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 	case req.Key == "":
 		return limiter.Decision{}, limiter.ErrInvalidKey
 	}
+	// A lease in hand decides first, even when the over-limit cache knows
+	// the window full (this replica's own lease may have filled it).
+	d, tk, ok, err := s.leases.take(ctx, &req)
+	if ok {
+		s.stats.leased.Add(1)
+		return d, nil
+	} else if err != nil {
+		return limiter.Decision{}, err
+	}
 	if d, ok := s.cache.lookup(req.Policy, req.Key, req.Now, req.Cost); ok {
+		s.leases.settle(&tk, &req, nil, time.Time{}, false)
 		s.stats.cached.Add(1)
 		return d, nil
 	}
-	var (
-		r   result
-		err error
-	)
+	var r result
 	epoch := s.cache.epochOf(req.Key)
 	if s.batch != nil {
-		r, err = s.batch.do(ctx, &req)
+		r, err = s.batch.do(ctx, &req, tk.want)
 	} else {
 		tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
-		err = s.single(tctx, ctx, &req, &r)
+		err = s.single(tctx, ctx, &req, tk.want, &r)
 		cancel()
 	}
 	if s.replyHook != nil {
@@ -191,6 +204,10 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 	if err == nil {
 		next, d, at, derr := s.cfg.decide(&req, &r)
 		if derr == nil {
+			s.leases.settle(&tk, &req, &r, at, true)
+			for i := range req.Policy.NumRates() {
+				next[i].Count += r.granted // what this replica now holds is charged too
+			}
 			s.stats.decisions.Add(1)
 			s.reportCorrupt(&req, &r)
 			s.cache.note(req.Policy, req.Key, next, at, req.Now, epoch)
@@ -198,20 +215,21 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 		}
 		err = derr
 	}
+	s.leases.settle(&tk, &req, nil, time.Time{}, false)
 	if cerr := ended(ctx); cerr != nil {
 		return limiter.Decision{}, cerr
 	}
 	return s.degrade(ctx, &req, err)
 }
 
-// single runs one request's script on its own.
-func (s *Store) single(tctx, caller context.Context, req *limiter.Request, r *result) error {
+// single runs one request's script on its own, asking for a lease of want.
+func (s *Store) single(tctx, caller context.Context, req *limiter.Request, want int64, r *result) error {
 	pk := s.keys.get(req.Policy)
 	n := req.Policy.NumRates()
 	keys := appendKeys(make([]string, 0, n), s.cfg.prefix, req.Key, pk, n, s.cfg.clock, req.Now.UnixMilli())
 	h := s.cfg.header(1)
 	cmd := scriptCommand(make([]any, 0, 3+n+headerArgs+requestArgs+2*n), keys)
-	cmd = appendArgs(append(cmd, h[:]...), req, pk)
+	cmd = appendArgs(append(cmd, h[:]...), req, pk, want)
 	var (
 		rr  replyReader
 		err error
@@ -434,6 +452,7 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now ti
 		return limiter.ErrInvalidKey
 	}
 	s.cache.forget(p, key)
+	s.leases.forget(p, key)
 	pk := s.keys.get(p)
 	n := p.NumRates()
 	var keys []string
@@ -475,6 +494,7 @@ func (s *Store) Stats() Stats {
 		Cached:     s.stats.cached.Load(),
 		Failures:   s.stats.failures.Load(),
 		Degraded:   s.stats.degraded.Load(),
+		Leased:     s.stats.leased.Load(),
 	}
 }
 

@@ -9,12 +9,19 @@
 --          each request carries its instant) or "s" (Redis's TIME).
 -- ARGV[2]: expiry margin in ms, added to the window's end.
 -- ARGV[3]: number of requests; then per request:
---          now_ms (ignored with clock "s"), cost, peek (0/1), n windows,
---          then n pairs of limit, window_ms.
+--          now_ms (ignored with clock "s"), cost, peek (0/1), want (the
+--          lease asked for, >= 0; see lease.go), n windows, then n pairs
+--          of limit, window_ms.
 --
 -- Reply: {sec, usec} of TIME (0, 0 with clock "a"), then per request:
---        allowed (1/0), the instant decided at in ms, and the count found
---        in each window before this request (-1 when corrupt).
+--        1 + granted when admitted (granted: the units leased), 0 when
+--        refused; the instant decided at in ms, and the count found in
+--        each window before this request (-1 when corrupt).
+--
+-- Leases: an admitted request that wants w > 0 is also charged
+-- g = min(w, min over its windows of limit - count - cost) in every
+-- window, all in this one atomic step, so the sum of leases and direct
+-- charges in a window never exceeds its limit. A refusal leases nothing.
 --
 -- Storage: clock "a" keeps a plain integer per key (the key names its
 -- window); clock "s" keeps a hash {w = window id, c = count}.
@@ -96,8 +103,9 @@ for _ = 1, nreq do
   local costArg = ARGV[a + 1]
   local cost = tonumber(costArg)
   local peek = ARGV[a + 2] == '1'
-  local n = tonumber(ARGV[a + 3])
-  a = a + 4
+  local want = tonumber(ARGV[a + 3])
+  local n = tonumber(ARGV[a + 4])
+  a = a + 5
   for i = 1, n do
     lim[i] = tonumber(ARGV[a])
     wms[i] = tonumber(ARGV[a + 1])
@@ -169,6 +177,20 @@ for _ = 1, nreq do
     end
   end
 
+  -- The lease: what every window can spare after this request.
+  local granted = 0
+  if allowed and not peek and want > 0 then
+    granted = want
+    for i = 1, n do
+      granted = math.min(granted, lim[i] - cnt[i] - cost)
+    end
+    if granted > 0 then
+      costArg = int(cost + granted)
+    else
+      granted = 0
+    end
+  end
+
   if not peek then
     for i = 1, n do
       if found[i] and redis.call('PTTL', KEYS[k + i - 1]) == -1 then
@@ -193,7 +215,7 @@ for _ = 1, nreq do
         local ttl = ends[i] - now + margin
         if allowed and not found[i] then
           redis.call('SET', key, costArg, 'PX', int(ttl))
-          known[key] = cost
+          known[key] = cost + granted
         else
           if allowed then
             known[key] = redis.call('INCRBY', key, costArg)
@@ -206,7 +228,7 @@ for _ = 1, nreq do
     end
   end
 
-  out[#out + 1] = allowed and 1 or 0
+  out[#out + 1] = allowed and 1 + granted or 0
   out[#out + 1] = now
   for i = 1, n do
     out[#out + 1] = cnt[i]

@@ -1,0 +1,371 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// Defaults of WithLeases.
+const (
+	// DefaultLeaseHorizon is how far ahead a lease is sized: a key's
+	// lease covers about its local rate times this.
+	DefaultLeaseHorizon = 50 * time.Millisecond
+	// DefaultLeaseDivisor caps each lease at limit/64 (at least 1).
+	DefaultLeaseDivisor = 64
+	// DefaultLeaseKeys bounds how many keys a store tracks for leasing.
+	DefaultLeaseKeys = 1 << 14
+)
+
+// WithLeases lets a hot key be decided on this replica without a round
+// trip. A request that goes to Redis may also take a lease of part of its
+// key's budget, in the same atomic script call that decides it: the
+// lease is charged to every window of the policy at once, and granted only
+// from what every window has left, so the sum of leases and direct
+// charges never exceeds any limit, across all replicas. Later requests on
+// this replica are decided from the lease, locally, until it is spent or
+// the earliest of its windows ends.
+//
+// A lease is sized from the key's local rate: about the rate times
+// horizon (default DefaultLeaseHorizon), never more than the rate times
+// the time left in the window, and at most max(1, limit/divisor)
+// (default DefaultLeaseDivisor) for the policy's smallest limit. A key
+// seen once in its window leases nothing, as without leases. Units leased
+// and not spent when the window ends are lost (stranded): when demand from
+// R replicas exceeds the limit, each window still admits at least
+// limit − R × max(1, limit/divisor). See docs/leases.md for the trade,
+// and for what a lease does while Redis is away.
+//
+// horizon must be in (0, 1h] and a whole number of milliseconds, divisor
+// ≥ 1; anything else makes New return an error wrapping ErrInvalidOption.
+func WithLeases(horizon time.Duration, divisor int64) Option {
+	return func(c *config) { c.lease = leaseConfig{on: true, horizon: horizon, divisor: divisor} }
+}
+
+type leaseConfig struct {
+	on      bool
+	horizon time.Duration
+	divisor int64
+}
+
+func (c leaseConfig) validate() error {
+	switch {
+	case !c.on:
+		return nil
+	case c.horizon <= 0 || c.horizon > time.Hour || c.horizon%time.Millisecond != 0:
+		return fmt.Errorf("%w: lease horizon %v must be a whole number of milliseconds in (0, 1h]", ErrInvalidOption, c.horizon)
+	case c.divisor < 1:
+		return fmt.Errorf("%w: lease divisor %d must be ≥ 1", ErrInvalidOption, c.divisor)
+	}
+	return nil
+}
+
+// leases holds this replica's leases and the local demand that sizes
+// them, per key and policy. Times are milliseconds in the store's time
+// base: the request's instant under AppClock; under ServerClock the
+// monotonic clock, onto which each lease's end in Redis's time is mapped
+// at its grant, as the over-limit cache does, so no step of the
+// application's clock moves a lease.
+//
+// Memory is bounded as the over-limit cache's: at most size keys, each a
+// pointer to about 150 bytes plus the client key; a full shard drops the
+// entries whose window has ended, and if still full does not track the
+// new key, which then leases nothing.
+type leases struct {
+	seed     maphash.Seed
+	shards   [olShards]leaseShard
+	perShard int
+	horizon  int64 // ms
+	divisor  int64
+	server   bool
+	mono     func() time.Duration
+}
+
+type leaseShard struct {
+	mu sync.Mutex
+	m  map[olKey]*leaseEntry
+	// epoch counts the Resets of the shard's keys: a grant from a script
+	// that ran before a Reset was charged to deleted counts, and is not
+	// held.
+	epoch uint64
+	_     [32]byte
+}
+
+// A leaseEntry is one key's lease and demand on this replica. Guarded by
+// its shard's mutex.
+type leaseEntry struct {
+	// The span: the windows of the last reply from Redis, valid for
+	// start ≤ t < end. known is false until a reply for the current span.
+	start, end int64
+	known      bool
+	ids        [limiter.MaxWindows]int64 // the windows' ids
+	offset     int64                     // ServerClock: Redis's ms = t + offset
+	held       int64                     // units leased and not yet spent, in the span
+
+	// Demand: cost asked of this replica since the instant since.
+	seen, since int64
+
+	// pending is closed when the lease request in flight returns.
+	pending chan struct{}
+}
+
+// A leaseTicket is a request's part in leasing: the lease it asks for
+// and, when it is the one lease request in flight for its key, the
+// channel to close when it returns.
+type leaseTicket struct {
+	want  int64
+	t     int64  // the request's time, in the store's time base
+	epoch uint64 // the shard's, when the request set out
+	ch    chan struct{}
+}
+
+func newLeases(c leaseConfig, size int, server bool) *leases {
+	if !c.on {
+		return nil
+	}
+	start := time.Now()
+	l := &leases{seed: maphash.MakeSeed(), perShard: max(1, size/olShards),
+		horizon: c.horizon.Milliseconds(), divisor: c.divisor, server: server,
+		mono: func() time.Duration { return time.Since(start) }}
+	for i := range l.shards {
+		l.shards[i].m = make(map[olKey]*leaseEntry)
+	}
+	return l
+}
+
+// now returns the time of req in the store's time base.
+func (l *leases) now(req *limiter.Request) int64 {
+	if l.server {
+		return int64(l.mono() / time.Millisecond)
+	}
+	return req.Now.UnixMilli()
+}
+
+// take decides req from a lease on this replica when it can (ok), and
+// otherwise returns the ticket with which the request goes to Redis. A
+// request that finds another's lease request in flight for its key waits
+// for it (or for ctx: err) and tries the lease again; if that fails it
+// goes to Redis itself, asking for nothing.
+func (l *leases) take(ctx context.Context, req *limiter.Request) (d limiter.Decision, tk leaseTicket, ok bool, err error) {
+	if l == nil || req.Peek {
+		return d, tk, false, nil
+	}
+	tk.t = l.now(req)
+	k := olKey{req.Policy, req.Key}
+	sh := &l.shards[maphash.String(l.seed, req.Key)%olShards]
+	sh.mu.Lock()
+	tk.epoch = sh.epoch
+	e := sh.m[k]
+	if e == nil {
+		if e = l.insert(sh, k, tk.t); e == nil {
+			sh.mu.Unlock()
+			return d, tk, false, nil
+		}
+	}
+	e.observe(tk.t, req.Cost)
+	if d, ok = l.spend(e, req, tk.t); ok {
+		sh.mu.Unlock()
+		return d, tk, true, nil
+	}
+	if ch := e.pending; ch != nil {
+		sh.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return d, tk, false, ctx.Err()
+		}
+		sh.mu.Lock()
+		// The entry may have been dropped by Reset meanwhile.
+		if e = sh.m[k]; e != nil {
+			d, ok = l.spend(e, req, tk.t)
+		}
+		sh.mu.Unlock()
+		return d, tk, ok, nil
+	}
+	if tk.want = l.want(e, req.Policy, tk.t); tk.want > 0 {
+		tk.ch = make(chan struct{})
+		e.pending = tk.ch
+	}
+	sh.mu.Unlock()
+	return d, tk, false, nil
+}
+
+// insert adds an entry for k. When the shard is full it first drops the
+// entries whose span has ended, then, if that was not enough, those that
+// hold nothing (their demand is forgotten: such a key's leases grow
+// again from nothing); it returns nil when still full. Entries with a
+// lease request in flight are never dropped. Each pass empties much of
+// the shard, so inserts cost O(1) amortised.
+func (l *leases) insert(sh *leaseShard, k olKey, t int64) *leaseEntry {
+	for pass := 0; len(sh.m) >= l.perShard; pass++ {
+		if pass == 2 {
+			return nil
+		}
+		for k, e := range sh.m {
+			ended := !e.known || t >= e.end || t < e.start
+			if e.pending == nil && (ended || pass == 1 && e.held == 0) {
+				delete(sh.m, k)
+			}
+		}
+	}
+	e := &leaseEntry{since: t}
+	sh.m[k] = e
+	return e
+}
+
+// observe counts a request at t in the entry's demand, starting afresh
+// (and dropping a lease that has ended) when t is outside the span.
+func (e *leaseEntry) observe(t, cost int64) {
+	if e.known && (t >= e.end || t < e.start) {
+		e.known, e.held, e.seen = false, 0, 0
+	}
+	if e.seen == 0 {
+		e.since = t
+	}
+	e.seen += cost
+}
+
+// spend decides req from the entry's lease, if it holds enough for the
+// request in the request's windows. The Decision is limiter.Decide's for
+// windows that have exactly the units still held left: Remaining is what
+// this replica alone still holds, a floor of what is left across replicas.
+func (l *leases) spend(e *leaseEntry, req *limiter.Request, t int64) (d limiter.Decision, ok bool) {
+	if !e.known || t < e.start || t >= e.end || e.held < req.Cost {
+		return d, false
+	}
+	held := e.held
+	e.held -= req.Cost
+	now := req.Now
+	if l.server {
+		now = time.UnixMilli(t + e.offset)
+	}
+	var prior [limiter.MaxWindows]limiter.State
+	p := req.Policy
+	for i := range p.NumRates() {
+		prior[i] = limiter.State{Window: e.ids[i], Count: p.Rate(i).Limit - held}
+	}
+	_, d = limiter.Decide(p, prior, now, req.Cost)
+	return d, d.Allowed
+}
+
+// want sizes the lease a request at t asks for: the key's local rate
+// (the cost seen before this request, over the time since the first, at
+// least one horizon) times the horizon or the time left in the span,
+// whichever is shorter; at most the cap. A key seen once asks for
+// nothing.
+func (l *leases) want(e *leaseEntry, p *limiter.Policy, t int64) int64 {
+	before := e.seen - 1
+	if before <= 0 {
+		return 0
+	}
+	ahead := l.horizon
+	if e.known {
+		ahead = min(ahead, e.end-t)
+	}
+	elapsed := max(t-e.since, l.horizon)
+	if ahead <= 0 || before > math.MaxInt64/ahead {
+		return 0
+	}
+	return min(before*ahead/elapsed, l.cap(p))
+}
+
+// cap returns the largest lease under p: max(1, limit/divisor) for its
+// smallest limit.
+func (l *leases) cap(p *limiter.Policy) int64 {
+	c := int64(math.MaxInt64)
+	for i := range p.NumRates() {
+		c = min(c, max(1, p.Rate(i).Limit/l.divisor))
+	}
+	return c
+}
+
+// settle ends a request's part in leasing once Redis has answered (r, at
+// the instant decided at; ok false when it did not): it records the
+// windows of the reply as the key's span, adds the units granted, and
+// wakes the requests waiting for this lease.
+func (l *leases) settle(tk *leaseTicket, req *limiter.Request, r *result, at time.Time, ok bool) {
+	if l == nil || req.Peek {
+		return
+	}
+	if ok {
+		l.record(req, r, at, tk)
+	}
+	if tk.ch != nil {
+		sh := &l.shards[maphash.String(l.seed, req.Key)%olShards]
+		sh.mu.Lock()
+		if e := sh.m[olKey{req.Policy, req.Key}]; e != nil && e.pending == tk.ch {
+			e.pending = nil
+		}
+		sh.mu.Unlock()
+		close(tk.ch)
+	}
+}
+
+// record notes a reply from Redis in the key's entry.
+func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *leaseTicket) {
+	p := req.Policy
+	ms := at.UnixMilli()
+	var (
+		ids        [limiter.MaxWindows]int64
+		start, end int64 = math.MinInt64, math.MaxInt64
+	)
+	for i := range p.NumRates() {
+		id, s, e := limiter.WindowID(ms, p.Rate(i).Window.Milliseconds())
+		ids[i], start, end = id, max(start, s), min(end, e)
+	}
+	var offset int64
+	if l.server {
+		// t was read before the round trip, so t + offset runs ahead of
+		// Redis's clock by the time the request took to reach Redis: the
+		// lease ends early, never late.
+		offset = ms - tk.t
+		start, end = math.MinInt64, end-offset
+	}
+	sh := &l.shards[maphash.String(l.seed, req.Key)%olShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.m[olKey{p, req.Key}]
+	if e == nil || sh.epoch != tk.epoch {
+		return // never tracked, or Reset since the script ran
+	}
+	switch {
+	case e.known && ids == e.ids:
+		e.held += r.granted
+	case !e.known || end > e.end:
+		// A newer span: what was held in the old one has ended.
+		e.start, e.end, e.ids, e.offset, e.held, e.known = start, end, ids, offset, r.granted, true
+	}
+	// A reply from an older span (a late one) leaves its grant stranded.
+}
+
+// forget drops key's entry under p: Reset's counts are gone from Redis,
+// and so is what this replica held.
+func (l *leases) forget(p *limiter.Policy, key string) {
+	if l == nil {
+		return
+	}
+	sh := &l.shards[maphash.String(l.seed, key)%olShards]
+	sh.mu.Lock()
+	delete(sh.m, olKey{p, key})
+	sh.epoch++
+	sh.mu.Unlock()
+}
+
+// held returns the units this replica holds for key under p, for tests.
+func (l *leases) held(p *limiter.Policy, key string) int64 {
+	if l == nil {
+		return 0
+	}
+	sh := &l.shards[maphash.String(l.seed, key)%olShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.m[olKey{p, key}]; e != nil {
+		return e.held
+	}
+	return 0
+}
