@@ -200,3 +200,47 @@ func TestCorruptKeyAloneInBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestCorruptValueWithoutExpiryHeals: a corrupt value is refused and left
+// as it is, but a key found with no expiry at all is given the one its
+// window should have had, so the corruption ends with the window instead
+// of refusing the key for ever.
+func TestCorruptValueWithoutExpiryHeals(t *testing.T) {
+	ctx := context.Background()
+	c := sharedClient(t)
+	p := limiter.MustPolicy("corruptheals", limiter.PerMinute(10))
+	for _, clock := range []ClockSource{AppClock, ServerClock} {
+		t.Run(clock.String(), func(t *testing.T) {
+			if clock == ServerClock {
+				awaitServerWindow(t, c, time.Minute)
+			}
+			s := newStore(t, c, WithClockSource(clock))
+			clk := limitertest.New(t0)
+			l := newLimiter(t, p, s, clk)
+			key := keyOf(s, "k", p, 0, clk.Now())
+			writeCount(t, c, clock, key, "5.0")
+			if err := c.Persist(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if got := admitted(t, l, "k", 1, nil); got != 0 {
+				t.Fatalf("corrupt count: admitted %d of 1, want 0", got)
+			}
+			ttl, err := c.PTTL(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl <= 0 || ttl > time.Minute+DefaultExpiryMargin {
+				t.Fatalf("PTTL after a refusal = %v, want the window's expiry, within %v", ttl, time.Minute+DefaultExpiryMargin)
+			}
+			var v string
+			if clock == ServerClock {
+				v, err = c.HGet(ctx, key, "c").Result()
+			} else {
+				v, err = c.Get(ctx, key).Result()
+			}
+			if err != nil || v != "5.0" {
+				t.Fatalf("value after a refusal = %q, %v; want it untouched, %q", v, err, "5.0")
+			}
+		})
+	}
+}

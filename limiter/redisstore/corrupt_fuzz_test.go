@@ -15,7 +15,7 @@ import (
 // hash with any field, a ServerClock hash with any count or window id),
 // decided in one script call beside sound keys. Whatever the value, the
 // call returns no error; the sound keys are decided and charged exactly as
-// limiter.Decide says; the odd key is refused, with nothing written,
+// limiter.Decide says; the odd key is refused, its value untouched,
 // unless the value is one the store could have written.
 func FuzzStoredValue(f *testing.F) {
 	for i, v := range corruptValues(f) {

@@ -10,7 +10,7 @@ import (
 
 // TestCorruptValueRefused: a value the store did not write (not a count,
 // a negative count, a value of another type) makes the key refuse (fail
-// closed), with no error and nothing written, and does not disturb other
+// closed), with no error and its value untouched, and does not disturb other
 // keys decided in the same script call.
 func TestCorruptValueRefused(t *testing.T) {
 	c := sharedClient(t)

@@ -53,7 +53,9 @@ end
 -- most 18 digits: within INCRBY's range) is a count; anything else ("5.0",
 -- "1e1", " 5", "0x5", which Lua's tonumber would take but INCRBY refuses)
 -- is corrupt, as is a foreign value of the wrong type. Corruption is
--- refused with nothing written rather than raised: an error would abort
+-- refused with its value left as it is, rather than raised (the one write
+-- is the expiry of a key found with none, so that it heals when its window
+-- ends): an error would abort
 -- the script, whose other requests in the same call would then have been
 -- charged without an answer. A number is a count this call wrote.
 local function count(v)
@@ -136,7 +138,8 @@ for _ = 1, nreq do
       found[i] = h[1] ~= false or h[2] ~= false
       cnt[i] = count(h[2]) or -1 -- a hash of ours has both fields
       -- Only a malformed id (not a plain whole number) is corrupt: refused,
-      -- nothing written, and never allowed to move the instant decided at.
+      -- its value left as it is, and never allowed to move the instant
+      -- decided at.
       if found[i] and ws[i] == nil then
         cnt[i] = -1
       end
