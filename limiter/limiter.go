@@ -123,9 +123,8 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int64) (Decision, 
 }
 
 // AllowAt is Allow at the instant now rather than the clock's reading.
-// The middleware reads the limiter's clock once per request and decides
-// with AllowAt, so that the same instant times the decision and dates its
-// headers.
+// The middleware reads the limiter's clock once per decision and decides
+// with AllowAt, so that the same instant decides and dates the headers.
 func (l *Limiter) AllowAt(ctx context.Context, key string, cost int64, now time.Time) (Decision, error) {
 	if err := l.check(ctx, key, cost); err != nil {
 		return Decision{}, err

@@ -45,8 +45,9 @@
 // decision, error and key failure; package middleware/metrics turns them
 // into Prometheus metrics.
 //
-// The middleware keeps no clock: it reads the limiter's once per request,
-// decides at that instant, and times and dates by it (see [Limiter]), so a
+// The middleware keeps no clock: it reads the limiter's once per decision,
+// decides and dates at that instant, and times the decision for the
+// observer by the same clock (see [Limiter]), so a
 // test that moves the limiter's limitertest.Clock moves everything.
 //
 //	p := limiter.MustPolicy("api", limiter.PerMinute(100))

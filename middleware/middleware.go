@@ -16,8 +16,9 @@ import (
 //
 // *limiter.Limiter also has Clock() limiter.Clock and AllowAt(ctx, key,
 // cost, now time.Time), and a wrapper may too: the middleware then reads
-// that clock once per request, decides with AllowAt at that instant, times
-// the decision for the observer by the same clock, and dates with it the
+// that clock once per decision, decides with AllowAt at that instant, times
+// the decision for the observer by the same clock (a second reading, only
+// when an observer is set), and dates with it the
 // headers of a decision that carries no instant of its own. So a test that
 // sets the limiter's clock (limitertest.Clock) sets the middleware's. A
 // Limiter without them is asked with Allow and timed by the system clock,

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -46,4 +47,23 @@ func TestNothingOutlivesClose(t *testing.T) {
 		// The proxy's pipes and the client's connections belong to the test.
 		goleak.IgnoreTopFunction("github.com/fixedwindow/ratelimit/internal/redistest.(*Proxy).pipe"),
 		goleak.IgnoreAnyFunction("github.com/fixedwindow/ratelimit/internal/redistest.(*Proxy).pipe"))
+}
+
+// TestTakeRacingCloseIsNotAnOutage: a decision that passed Take's closed
+// check while Close ran finds the batcher closed. That is the store's
+// answer, ErrClosed, never an outage that FailOpen would admit.
+func TestTakeRacingCloseIsNotAnOutage(t *testing.T) {
+	p := limiter.MustPolicy("closerace", limiter.PerMinute(5))
+	s := newStore(t, sharedClient(t), WithFailurePolicy(FailOpen))
+	if s.batch == nil {
+		t.Fatal("a single-node client should get the batcher")
+	}
+	s.batch.close() // as Close does, after Take has checked s.closed
+	d, err := s.Take(context.Background(), limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1})
+	if !errors.Is(err, limiter.ErrClosed) || d.Allowed {
+		t.Fatalf("Take during Close = %+v, %v; want a refusal with ErrClosed", d, err)
+	}
+	if st := s.Stats(); st.Degraded != 0 {
+		t.Fatalf("Stats = %+v, want nothing degraded", st)
+	}
 }

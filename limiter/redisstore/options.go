@@ -2,10 +2,10 @@ package redisstore
 
 import (
 	"fmt"
-
-	"github.com/redis/go-redis/v9"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Defaults of New.

@@ -95,6 +95,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	}
 	cfg := defaults()
 	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
 		o(&cfg)
 	}
 	if err := cfg.validate(); err != nil {
@@ -218,6 +221,11 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 	s.leases.settle(&tk, &req, nil, time.Time{}, false)
 	if cerr := ended(ctx); cerr != nil {
 		return limiter.Decision{}, cerr
+	}
+	if errors.Is(err, limiter.ErrClosed) {
+		// Close raced this decision: the store's answer, never an outage
+		// for FailOpen to admit or FailLocal to decide.
+		return limiter.Decision{}, err
 	}
 	return s.degrade(ctx, &req, err)
 }
@@ -358,7 +366,7 @@ func pause(ctx context.Context, d time.Duration) bool {
 }
 
 // boundedRoundTrip is roundTrip for go-redis's autopipeliner, whose
-// blocking face (v9.23) waits for a batch's reply past the caller's
+// blocking face (v9.22 and later) waits for a batch's reply past the caller's
 // deadline (measured: 2s behind a 2s-delaying proxy with a 50ms timeout;
 // its reader is bounded by the client's ReadTimeout, not the context).
 // The call runs aside and the caller stops waiting at the deadline; Close

@@ -35,6 +35,7 @@ func TestNewValidates(t *testing.T) {
 		{"breaker_zero_failures", c, []Option{WithBreaker(0, time.Second)}, ErrInvalidOption},
 		{"negative_cache", c, []Option{WithOverLimitCache(-1)}, ErrInvalidOption},
 		{"zero_batch", c, []Option{WithBatching(0, 1)}, ErrInvalidOption},
+		{"nil_option", c, []Option{nil}, ErrInvalidOption},
 		{"batch_too_big_for_lua_stack", c, []Option{WithBatching(MaxBatchSize+1, 1)}, ErrInvalidOption},
 	}
 	for _, tc := range tests {
