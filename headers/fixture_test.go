@@ -15,49 +15,39 @@ import (
 // the top-level testdata/headers, which the middleware's tests serve too,
 // and compares the status and headers with the file's.
 func TestSharedHeaderScenarios(t *testing.T) {
-	files, err := testfixture.Glob("headers/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, file := range files {
-		sc, err := testfixture.ReadHeaderScenario(file)
+	testfixture.EachHeaderScenario(t, func(t *testing.T, file string, sc *testfixture.HeaderScenario) {
+		var rates []limiter.Rate
+		for _, r := range sc.Rates {
+			rates = append(rates, limiter.Rate{Limit: r.Limit, Window: r.Window})
+		}
+		clk := limitertest.New(sc.Start)
+		l, err := limiter.New(limiter.MustPolicy(sc.Policy, rates...), limiter.WithClock(clk))
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Run(sc.Name, func(t *testing.T) {
-			var rates []limiter.Rate
-			for _, r := range sc.Rates {
-				rates = append(rates, limiter.Rate{Limit: r.Limit, Window: r.Window})
-			}
-			clk := limitertest.New(sc.Start)
-			l, err := limiter.New(limiter.MustPolicy(sc.Policy, rates...), limiter.WithClock(clk))
-			if err != nil {
+		defer l.Close()
+		var d limiter.Decision
+		for range sc.Requests {
+			if d, err = l.Allow(context.Background(), "client", 1); err != nil {
 				t.Fatal(err)
 			}
-			defer l.Close()
-			var d limiter.Decision
-			for range sc.Requests {
-				if d, err = l.Allow(context.Background(), "client", 1); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var opts []Option // the limiter's decisions carry their own instant
-			if sc.Draft {
-				opts = append(opts, WithDraftHeaders())
-			}
-			w, err := New(opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := httptest.NewRecorder()
-			if d.Allowed {
-				w.Write(rec.Header(), &d)
-			} else {
-				w.WriteDenied(rec, httptest.NewRequest(http.MethodGet, "/", nil), &d)
-			}
-			for _, diff := range sc.Check(rec.Code, rec.Header()) {
-				t.Errorf("%s: %s", file, diff)
-			}
-		})
-	}
+		}
+		var opts []Option // the limiter's decisions carry their own instant
+		if sc.Draft {
+			opts = append(opts, WithDraftHeaders())
+		}
+		w, err := New(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		if d.Allowed {
+			w.Write(rec.Header(), &d)
+		} else {
+			w.WriteDenied(rec, httptest.NewRequest(http.MethodGet, "/", nil), &d)
+		}
+		for _, diff := range sc.Check(rec.Code, rec.Header()) {
+			t.Errorf("%s: %s", file, diff)
+		}
+	})
 }

@@ -18,48 +18,38 @@ import (
 // headers package's tests check against its Writer too: what a client
 // sees is what the Writer writes.
 func TestSharedHeaderScenarios(t *testing.T) {
-	files, err := testfixture.Glob("headers/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, file := range files {
-		sc, err := testfixture.ReadHeaderScenario(file)
+	testfixture.EachHeaderScenario(t, func(t *testing.T, file string, sc *testfixture.HeaderScenario) {
+		var rates []limiter.Rate
+		for _, r := range sc.Rates {
+			rates = append(rates, limiter.Rate{Limit: r.Limit, Window: r.Window})
+		}
+		clk := limitertest.New(sc.Start)
+		l, err := limiter.New(limiter.MustPolicy(sc.Policy, rates...), limiter.WithClock(clk))
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Run(sc.Name, func(t *testing.T) {
-			var rates []limiter.Rate
-			for _, r := range sc.Rates {
-				rates = append(rates, limiter.Rate{Limit: r.Limit, Window: r.Window})
-			}
-			clk := limitertest.New(sc.Start)
-			l, err := limiter.New(limiter.MustPolicy(sc.Policy, rates...), limiter.WithClock(clk))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			var hopts []headers.Option // the limiter's clock dates its decisions
-			if sc.Draft {
-				hopts = append(hopts, headers.WithDraftHeaders())
-			}
-			hw, err := headers.New(hopts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			key := func(*http.Request) (string, error) { return "client", nil }
-			mw, err := middleware.New(l, middleware.WithKey(key), middleware.WithHeaders(hw))
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-			var rec *httptest.ResponseRecorder
-			for range sc.Requests {
-				rec = httptest.NewRecorder()
-				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
-			}
-			for _, diff := range sc.Check(rec.Code, rec.Header()) {
-				t.Errorf("%s: %s", file, diff)
-			}
-		})
-	}
+		defer l.Close()
+		var hopts []headers.Option // the limiter's clock dates its decisions
+		if sc.Draft {
+			hopts = append(hopts, headers.WithDraftHeaders())
+		}
+		hw, err := headers.New(hopts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := func(*http.Request) (string, error) { return "client", nil }
+		mw, err := middleware.New(l, middleware.WithKey(key), middleware.WithHeaders(hw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		var rec *httptest.ResponseRecorder
+		for range sc.Requests {
+			rec = httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		}
+		for _, diff := range sc.Check(rec.Code, rec.Header()) {
+			t.Errorf("%s: %s", file, diff)
+		}
+	})
 }
