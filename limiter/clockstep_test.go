@@ -60,6 +60,31 @@ var memoryClockSteps = []storetest.ClockStep{
 		{At: 61500 * time.Millisecond, Send: 3, Admit: 1, Reason: "the minute is spent"},
 		{At: 2*time.Minute + 500*time.Millisecond, Send: 3, Admit: 2},
 	}},
+	{Name: "back_30s_layered", Policy: limiter.MustPolicy("steps", limiter.PerSecond(2), limiter.PerMinute(100)), Phases: []storetest.Phase{
+		{At: 70500 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 40500 * time.Millisecond, Every: time.Second, Times: 35, Send: 3, Admit: 2, Reason: "the minute's table is 19.5s ahead, more than the shortest window: stale like the second's, so each second is decided at its own instant, through the replayed minute and on"},
+	}},
+	{Name: "back_30s_layered_minute_spent", Policy: limiter.MustPolicy("steps", limiter.PerSecond(2), limiter.PerMinute(5)), Phases: []storetest.Phase{
+		{At: 70500 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 40500 * time.Millisecond, Send: 3, Admit: 2, Reason: "both tables stale: the current second and minute start afresh, the minute's 2 lost (its one window of extra budget)"},
+		{At: 41500 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 42500 * time.Millisecond, Send: 3, Admit: 1, Reason: "the minute is spent"},
+		{At: 43500 * time.Millisecond, Send: 3, Admit: 0},
+		{At: 60500 * time.Millisecond, Every: time.Second, Times: 2, Send: 3, Admit: 2, Reason: "the minute 12:01 starts afresh when the clock reaches it"},
+		{At: 62500 * time.Millisecond, Send: 3, Admit: 1, Reason: "the minute is spent"},
+	}},
+	{Name: "back_one_short_window_across_a_minute_layered", Policy: limiter.MustPolicy("steps", limiter.PerSecond(2), limiter.PerMinute(5)), Phases: []storetest.Phase{
+		{At: 60200 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 59 * time.Second, Send: 3, Admit: 0, Reason: "the minute's table is exactly the shortest window ahead: a racing read, decided at 12:01:00, whose second is spent"},
+		{At: 61 * time.Second, Send: 3, Admit: 2},
+		{At: 62 * time.Second, Send: 3, Admit: 1, Reason: "the minute is spent"},
+	}},
+	{Name: "back_one_short_window_plus_1ms_across_a_minute_layered", Policy: limiter.MustPolicy("steps", limiter.PerSecond(2), limiter.PerMinute(5)), Phases: []storetest.Phase{
+		{At: 60200 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 58999 * time.Millisecond, Send: 3, Admit: 2, Reason: "the minute's table is further ahead than the shortest window: stale, the minute 12:00 and its second start afresh"},
+		{At: 59500 * time.Millisecond, Send: 3, Admit: 2, Reason: "4 of the minute 12:00's 5"},
+		{At: 60500 * time.Millisecond, Send: 3, Admit: 2, Reason: "the minute 12:01 starts afresh"},
+	}},
 	{Name: "back_window_plus_1ms_from_window_start", Phases: []storetest.Phase{
 		{At: 0, Send: 3, Admit: 2},
 		{At: -1001 * time.Millisecond, Send: 3, Admit: 2, Reason: "two windows back: the stored window is stale"},

@@ -35,13 +35,14 @@ const smallTable = 64
 //
 // Each request is judged by its own instant, so a wall clock that steps,
 // by any amount either way, never locks a key out and never lends it more
-// than one window's extra budget. A request whose instant falls in the
-// window just before a table's (two clock reads raced across a boundary,
-// or the clock stepped back by up to a window) is decided and charged in
-// the table's window, so a count is never rewound; such requests are
-// charged less than one window early. A table from further ahead (the
-// clock stepped forward and was corrected, or stepped back by more than a
-// window) is stale: its counts are dropped and the current window starts.
+// than one window's extra budget. A request whose instant is at most the
+// policy's shortest window before a table's start (two clock reads raced
+// across a boundary, or the clock stepped back by up to that much) is
+// decided and charged at the table's start, so a count is never rewound;
+// such requests are charged less than one short window early. A table from
+// further ahead (the clock stepped forward and was corrected, or stepped
+// back by more than the shortest window) is stale: its counts are dropped
+// and the current window starts.
 // A sweep frees the counts of ended windows without moving any table
 // forward, so one that reads a glitched clock costs at most the counts of
 // the windows then current.
@@ -233,18 +234,25 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (d Decision, err er
 // to the window of the instant to decide at, which it returns.
 //
 // A table normally holds the window of now, or a past one, which is
-// dropped. A table one window ahead of now is what a racing clock read
-// leaves near a boundary (another request read a later instant and took
-// the lock first) or a step back of at most one window: the request is
-// decided in that table's window, so the new window's counts are never
-// rewound. A table further ahead can only come from a clock that was
-// wrong (stepped forward and since corrected, or now stepped back by more
-// than a window): its counts are stale and dropped, so that no glitch can
-// lock a key out for longer than one window. The windows of a layered
-// policy are all decided at one instant, the latest start among the tables
-// exactly one window ahead. A table made or moved here takes its deadline
-// for the background sweep from that instant and born, the store's
-// monotonic origin; only then is the monotonic clock read.
+// dropped. A table whose window starts after now, by at most the policy's
+// shortest window, is what a racing clock read leaves near a boundary
+// (another request read a later instant and took the lock first; such
+// reads differ by microseconds) or a step back of at most that much: the
+// request is decided at that table's start, so the new window's counts
+// are never rewound. A table further ahead can only come from a clock that
+// was wrong (stepped forward and since corrected, or now stepped back by
+// more than the shortest window): its counts are stale and dropped. The
+// bound is the shortest window, not the table's own: a step back of 30s
+// across a minute's start must not decide every request of the next 30s
+// at that start, in one second of a per-second window, which would lock
+// the key out. So no glitch refuses a key for longer than one window of
+// the policy's shortest length. The windows of a layered policy are all
+// decided at one instant, the latest start among the tables ahead within
+// that bound (now if none), and every other table not in its window there
+// is dropped and moved to it. For a policy of one window the bound is one
+// window ahead, as it always was. A table made or moved here takes its
+// deadline for the background sweep from that instant and born, the
+// store's monotonic origin; only then is the monotonic clock read.
 func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTable, born *time.Time) time.Time {
 	ms := now.UnixMilli()
 	if ms > msBound || ms < -msBound {
@@ -260,9 +268,13 @@ func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTabl
 	if current {
 		return now
 	}
+	shortest := p.spans[0].ms
+	for _, sp := range p.spans[1:] {
+		shortest = min(shortest, sp.ms)
+	}
 	latest := ms
 	for i := range p.rates {
-		if t := tabs[i]; ms < t.start && ms >= t.start-t.windowMs {
+		if t := tabs[i]; ms < t.start && t.start-ms <= shortest {
 			latest = max(latest, t.start)
 		}
 	}
