@@ -43,9 +43,11 @@ const smallTable = 64
 // further ahead (the clock stepped forward and was corrected, or stepped
 // back by more than the shortest window) is stale: its counts are dropped
 // and the current window starts.
-// A sweep frees the counts of ended windows without moving any table
-// forward, so one that reads a glitched clock costs at most the counts of
-// the windows then current.
+// A sweep frees the counts of ended windows without moving any table, so
+// Sweep called at a glitched instant costs at most the counts of the
+// windows then current, and the background sweep, which reads no clock
+// (below), frees a table a glitched request moved at most one window
+// early.
 //
 // The store keeps no clock of its own: the instants it decides at are the
 // requests' (Request.Now, the limiter's clock). The background sweep frees
