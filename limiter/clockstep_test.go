@@ -1,11 +1,16 @@
 package limiter_test
 
 import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/storetest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // memoryClockSteps are the clock faults of issue 9 against the memory
@@ -60,6 +65,31 @@ var memoryClockSteps = []storetest.ClockStep{
 		{At: 61500 * time.Millisecond, Send: 3, Admit: 1, Reason: "the minute is spent"},
 		{At: 2*time.Minute + 500*time.Millisecond, Send: 3, Admit: 2},
 	}},
+	{Name: "back_30s_layered", Policy: limiter.MustPolicy("steps", limiter.PerSecond(2), limiter.PerMinute(100)), Phases: []storetest.Phase{
+		{At: 70500 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 40500 * time.Millisecond, Every: time.Second, Times: 35, Send: 3, Admit: 2, Reason: "the minute's table is 19.5s ahead, more than the shortest window: stale like the second's, so each second is decided at its own instant, through the replayed minute and on"},
+	}},
+	{Name: "back_30s_layered_minute_spent", Policy: limiter.MustPolicy("steps", limiter.PerSecond(2), limiter.PerMinute(5)), Phases: []storetest.Phase{
+		{At: 70500 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 40500 * time.Millisecond, Send: 3, Admit: 2, Reason: "both tables stale: the current second and minute start afresh, the minute's 2 lost (its one window of extra budget)"},
+		{At: 41500 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 42500 * time.Millisecond, Send: 3, Admit: 1, Reason: "the minute is spent"},
+		{At: 43500 * time.Millisecond, Send: 3, Admit: 0},
+		{At: 60500 * time.Millisecond, Every: time.Second, Times: 2, Send: 3, Admit: 2, Reason: "the minute 12:01 starts afresh when the clock reaches it"},
+		{At: 62500 * time.Millisecond, Send: 3, Admit: 1, Reason: "the minute is spent"},
+	}},
+	{Name: "back_one_short_window_across_a_minute_layered", Policy: limiter.MustPolicy("steps", limiter.PerSecond(2), limiter.PerMinute(5)), Phases: []storetest.Phase{
+		{At: 60200 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 59 * time.Second, Send: 3, Admit: 0, Reason: "the minute's table is exactly the shortest window ahead: a racing read, decided at 12:01:00, whose second is spent"},
+		{At: 61 * time.Second, Send: 3, Admit: 2},
+		{At: 62 * time.Second, Send: 3, Admit: 1, Reason: "the minute is spent"},
+	}},
+	{Name: "back_one_short_window_plus_1ms_across_a_minute_layered", Policy: limiter.MustPolicy("steps", limiter.PerSecond(2), limiter.PerMinute(5)), Phases: []storetest.Phase{
+		{At: 60200 * time.Millisecond, Send: 3, Admit: 2},
+		{At: 58999 * time.Millisecond, Send: 3, Admit: 2, Reason: "the minute's table is further ahead than the shortest window: stale, the minute 12:00 and its second start afresh"},
+		{At: 59500 * time.Millisecond, Send: 3, Admit: 2, Reason: "4 of the minute 12:00's 5"},
+		{At: 60500 * time.Millisecond, Send: 3, Admit: 2, Reason: "the minute 12:01 starts afresh"},
+	}},
 	{Name: "back_window_plus_1ms_from_window_start", Phases: []storetest.Phase{
 		{At: 0, Send: 3, Admit: 2},
 		{At: -1001 * time.Millisecond, Send: 3, Admit: 2, Reason: "two windows back: the stored window is stale"},
@@ -85,10 +115,15 @@ var memoryClockSteps = []storetest.ClockStep{
 	}},
 }
 
-func newMemoryStepStore(sweep time.Duration, shards int) storetest.NewStore {
+// newMemoryStepStore makes stores with no background sweep (a phase may
+// run its pass with limiter.SweepAt) whose monotonic clock stands at 0:
+// a table's sweep deadline is the time its placing request left of its
+// window.
+func newMemoryStepStore(shards int) storetest.NewStore {
 	return func(t *testing.T, _ limiter.Clock) limiter.Store {
 		t.Helper()
-		st, err := limiter.NewMemoryStore(limiter.WithSweepInterval(sweep), limiter.WithShards(shards))
+		st, err := limiter.NewMemoryStore(limiter.WithSweepInterval(0), limiter.WithShards(shards),
+			limiter.WithMono(func() time.Duration { return 0 }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,39 +134,116 @@ func newMemoryStepStore(sweep time.Duration, shards int) storetest.NewStore {
 
 func TestMemoryStoreClockSteps(t *testing.T) {
 	t.Parallel()
-	storetest.RunClockSteps(t, newMemoryStepStore(0, 4), memoryClockSteps)
+	storetest.RunClockSteps(t, newMemoryStepStore(4), memoryClockSteps)
 }
 
-// TestMemoryStoreBackgroundSweepOnGlitchedClock: a request reads the clock
-// an hour ahead and the background sweep runs after it, by the instant
-// that request gave it. Afterwards a fresh key at 1 per second under 2 per
-// second is admitted every time, and the key whose counts the glitch cost
-// gets at most one window's extra budget. One shard, so that the glitch
-// moves the table that "k" is counted in.
+// TestMemoryStoreBackgroundSweepOnGlitchedClock: the background sweep
+// reads no clock. It frees a table once the monotonic clock passes the
+// deadline the request that placed the table gave it (the time that
+// request's instant left of its window), and moves no table. So a request
+// that reads a glitched clock misleads the sweep about the table it moved
+// and no other, and the deadline it gives frees that table's counts at
+// most one window early. The store has two shards, a test-driven
+// monotonic clock and no ticker: each step runs the sweep's pass at the
+// monotonic time of the step. At true time T (from Base) the monotonic
+// clock reads T-100ms.
+//
+// "glitch_on_another_shard" puts the glitched request on the other shard
+// from "k": only the sweep could then touch k's counts (on one shard, the
+// glitched request itself would drop them, hiding the sweep), and a sweep
+// that moved tables or freed windows by a glitched instant would free
+// them early. "glitch_into_the_next_window" moves k's own table a window
+// ahead, and the sweep frees it at the deadline the glitch gave, 900ms
+// before that window ends: early, by less than one window.
 func TestMemoryStoreBackgroundSweepOnGlitchedClock(t *testing.T) {
 	t.Parallel()
-	storetest.RunClockSteps(t, newMemoryStepStore(time.Millisecond, 1), []storetest.ClockStep{
-		{Name: "forward_1h_swept_then_corrected", Phases: []storetest.Phase{
-			{At: 100 * time.Millisecond, Send: 3, Admit: 2},
-			{At: time.Hour, Key: "glitch", Send: 1, Admit: 1, Reason: "one request reads the clock an hour ahead"},
-			{At: time.Hour, Do: waitSwept},
-			{At: 200 * time.Millisecond, Send: 3, Admit: 2, Reason: "the glitch freed the current window's counts"},
-			{At: 1200 * time.Millisecond, Every: time.Second, Times: 60, Key: "fresh", Send: 1, Admit: 1},
-			{At: time.Minute + 200*time.Millisecond, Send: 3, Admit: 2},
+	type step struct {
+		at    time.Duration // true time, from Base
+		reads time.Duration // what the clock reads, if not at
+		sweep bool          // run the sweep's pass first
+		key   string        // "k", or "g": a key on the other shard
+		send  int
+		admit int
+		held  int // counters held after the step; -1: not checked
+		why   string
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"glitch_on_another_shard", []step{
+			{at: 100 * time.Millisecond, key: "k", send: 3, admit: 2, held: 1},
+			{at: 150 * time.Millisecond, reads: time.Hour, key: "g", send: 1, admit: 1, held: 2, why: "one request reads the clock an hour ahead"},
+			{at: 200 * time.Millisecond, sweep: true, key: "k", send: 3, admit: 0, held: 2, why: "the sweep after the glitch frees and moves nothing: k's window is spent"},
+			{at: 999 * time.Millisecond, sweep: true, key: "k", send: 3, admit: 0, held: 2, why: "k's window has 1ms left"},
+			{at: time.Second, sweep: true, held: 1, why: "k's window has ended: freed; the glitched one has 150ms left of the second its request left it"},
+			{at: 1149 * time.Millisecond, sweep: true, held: 1},
+			{at: 1150 * time.Millisecond, sweep: true, held: 0, why: "the glitched window's second has passed"},
+			{at: 1200 * time.Millisecond, key: "k", send: 3, admit: 2, held: 1},
 		}},
-	})
-}
-
-// waitSwept waits, in real time, for the background sweep to free the
-// window the last request placed its table in: it has once every counter
-// is freed.
-func waitSwept(e *storetest.Env) {
-	st := e.Store.(*limiter.MemoryStore)
-	deadline := time.Now().Add(10 * time.Second)
-	for st.Len() != 0 {
-		if time.Now().After(deadline) {
-			e.T.Fatalf("the background sweep never freed the window of %v: %d counters held", e.Clock.Now(), st.Len())
-		}
-		time.Sleep(time.Millisecond)
+		{"glitch_into_the_next_window", []step{
+			{at: 100 * time.Millisecond, key: "k", send: 3, admit: 2, held: 1},
+			{at: 150 * time.Millisecond, reads: 1050 * time.Millisecond, key: "k", send: 3, admit: 2, held: 1, why: "the glitched read moves the table a window ahead: the current window's counts are lost"},
+			{at: 200 * time.Millisecond, sweep: true, key: "k", send: 3, admit: 0, held: 1, why: "the corrected clock is one window behind the table: decided in it, spent"},
+			{at: 1099 * time.Millisecond, sweep: true, key: "k", send: 3, admit: 0, held: 1, why: "the table's deadline, from the glitched read, is 950ms after it"},
+			{at: 1100 * time.Millisecond, sweep: true, held: 0, why: "freed 900ms before its window ends: less than one window early"},
+			{at: 1200 * time.Millisecond, key: "k", send: 3, admit: 2, held: 1, why: "the window's second budget: one window's extra"},
+			{at: 2200 * time.Millisecond, key: "k", send: 3, admit: 2, held: 1},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mono atomic.Int64
+			st, err := limiter.NewMemoryStore(limiter.WithSweepInterval(0), limiter.WithShards(2),
+				limiter.WithMono(func() time.Duration { return time.Duration(mono.Load()) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			p := storetest.DefaultPolicy
+			clk := limitertest.New(storetest.Base)
+			l, err := limiter.New(p, limiter.WithStore(st), limiter.WithClock(clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			keys := map[string]string{"k": "k"}
+			for i := 0; keys["g"] == ""; i++ {
+				if g := "g" + strconv.Itoa(i); limiter.ShardOf(st, g, p) != limiter.ShardOf(st, "k", p) {
+					keys["g"] = g
+				}
+			}
+			for _, s := range tc.steps {
+				mono.Store(int64(s.at - 100*time.Millisecond))
+				reads := s.at
+				if s.reads != 0 {
+					reads = s.reads
+				}
+				clk.Set(storetest.Base.Add(reads))
+				where := fmt.Sprintf("at Base+%v, the clock reading Base+%v", s.at, reads)
+				if s.why != "" {
+					where += " (" + s.why + ")"
+				}
+				if s.sweep {
+					limiter.SweepAt(st, time.Duration(mono.Load()))
+				}
+				admitted := 0
+				for range s.send {
+					d, err := l.Allow(context.Background(), keys[s.key], 1)
+					if err != nil {
+						t.Fatalf("%s: %v", where, err)
+					}
+					if d.Allowed {
+						admitted++
+					}
+				}
+				if admitted != s.admit {
+					t.Fatalf("%s: %q admitted %d of %d, want %d", where, s.key, admitted, s.send, s.admit)
+				}
+				if s.held >= 0 && st.Len() != s.held {
+					t.Fatalf("%s: %d counters held, want %d", where, st.Len(), s.held)
+				}
+			}
+		})
 	}
 }

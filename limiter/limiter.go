@@ -67,6 +67,9 @@ func WithStore(s Store) Option {
 // (limitertest.Clock) to cross windows without sleeping. It is the only
 // clock to set: the store, the middleware and the headers take their
 // instants from the limiter's requests, never from clocks of their own.
+// With any clock but SystemClock, the default store runs no background
+// sweep, which would run on real time (see MemoryStore): past windows are
+// freed by the requests that touch them.
 func WithClock(c Clock) Option {
 	return func(l *Limiter) error {
 		if c == nil {
@@ -94,13 +97,28 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 		}
 	}
 	if l.store == nil {
-		s, err := NewMemoryStore()
+		var mopts []MemoryOption
+		if !isSystemClock(l.clock) {
+			// The background sweep runs on real time (see MemoryStore):
+			// under a fake clock standing still it would free the window
+			// the clock is in.
+			mopts = append(mopts, WithSweepInterval(0))
+		}
+		s, err := NewMemoryStore(mopts...)
 		if err != nil {
 			return nil, err
 		}
 		l.store, l.owned = s, s
 	}
 	return l, nil
+}
+
+func isSystemClock(c Clock) bool {
+	switch c.(type) {
+	case SystemClock, *SystemClock:
+		return true
+	}
+	return false
 }
 
 // Allow decides whether key may spend cost now, and charges it if so. A

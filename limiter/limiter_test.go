@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
@@ -485,4 +486,56 @@ func TestAllowAtDecidesAtTheGivenInstant(t *testing.T) {
 	if clk.Now() != noon {
 		t.Fatalf("the clock moved to %v; AllowAt must not move it", clk.Now())
 	}
+}
+
+// TestNewWithFakeClockKeepsCountsWhileClockStopped: a limiter given a fake
+// clock makes its store without the background sweep, which runs on the
+// monotonic clock and would free a window the stopped clock is still in.
+// A budget spent at 12:00:59.9 stays spent through minutes of real time
+// (the bubble's, which passes without waiting) until the clock moves.
+func TestNewWithFakeClockKeepsCountsWhileClockStopped(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		clk := limitertest.New(noon.Add(time.Minute - 100*time.Millisecond))
+		l, err := New(MustPolicy("m", PerMinute(1)), WithClock(clk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if d := allow(t, l, "k", 1); !d.Allowed {
+			t.Fatalf("first request refused: %+v", d)
+		}
+		time.Sleep(3 * DefaultSweepInterval)
+		synctest.Wait()
+		if d := allow(t, l, "k", 1); d.Allowed {
+			t.Fatalf("with the clock stopped at %v, the second request of the minute was admitted after %v of real time: the store swept the window", clk.Now(), 3*DefaultSweepInterval)
+		}
+		clk.Advance(100 * time.Millisecond)
+		if d := allow(t, l, "k", 1); !d.Allowed {
+			t.Fatalf("the next minute refused: %+v", d)
+		}
+	})
+}
+
+// TestNewWithSystemClockSweeps: the default store of a limiter on the
+// system clock keeps its background sweep, which frees a window nobody
+// touches once it has ended.
+func TestNewWithSystemClockSweeps(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l, err := New(MustPolicy("m", PerMinute(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		allow(t, l, "k", 1)
+		if n := l.owned.Len(); n != 1 {
+			t.Fatalf("after one request: %d counters held, want 1", n)
+		}
+		time.Sleep(3 * DefaultSweepInterval)
+		synctest.Wait()
+		if n := l.owned.Len(); n != 0 {
+			t.Fatalf("%v after the window ended, untouched: %d counters held, want 0", 3*DefaultSweepInterval, n)
+		}
+	})
 }

@@ -35,24 +35,34 @@ const smallTable = 64
 //
 // Each request is judged by its own instant, so a wall clock that steps,
 // by any amount either way, never locks a key out and never lends it more
-// than one window's extra budget. A request whose instant falls in the
-// window just before a table's (two clock reads raced across a boundary,
-// or the clock stepped back by up to a window) is decided and charged in
-// the table's window, so a count is never rewound; such requests are
-// charged less than one window early. A table from further ahead (the
-// clock stepped forward and was corrected, or stepped back by more than a
-// window) is stale: its counts are dropped and the current window starts.
-// A sweep frees the counts of ended windows without moving any table
-// forward, so one that reads a glitched clock costs at most the counts of
-// the windows then current.
+// than one window's extra budget. A request whose instant is at most the
+// policy's shortest window before a table's start (two clock reads raced
+// across a boundary, or the clock stepped back by up to that much) is
+// decided and charged at the table's start, so a count is never rewound;
+// such requests are charged less than one short window early. A table from
+// further ahead (the clock stepped forward and was corrected, or stepped
+// back by more than the shortest window) is stale: its counts are dropped
+// and the current window starts.
+// A sweep frees the counts of ended windows without moving any table, so
+// Sweep called at a glitched instant costs at most the counts of the
+// windows then current, and the background sweep, which reads no clock
+// (below), frees a table a glitched request moved at most one window
+// early.
 //
 // The store keeps no clock of its own: the instants it decides at are the
 // requests' (Request.Now, the limiter's clock). The background sweep frees
 // a table once its window has ended by the instant that last placed the
-// table in its window, plus the time elapsed since on the monotonic clock.
-// So a store under a fake clock sweeps in the fake clock's time, a store
-// shared by limiters sweeps by their requests, and a request that reads a
-// glitched clock misleads the sweep about the tables it moved, no others.
+// table in its window, plus the real time elapsed since on the monotonic
+// clock. So a store shared by limiters sweeps by their requests, and a
+// request that reads a glitched clock misleads the sweep about the tables
+// it moved, no others: their counts are freed at most one window early.
+// But the sweep runs on real time, not on the limiter's clock: under a
+// fake clock that stands still it would free a window the clock is still
+// in, admitting again a key whose budget the test had spent. So New makes
+// a limiter given any clock but SystemClock a store with no background
+// sweep, and a store made for a fake clock should be made with
+// WithSweepInterval(0). Without the sweep, tables are freed by the
+// requests that touch them, and by Sweep at an instant of the caller's.
 //
 // Memory is bounded by MaxKeys counters (a layered policy uses one counter
 // per window), enforced per shard as MaxKeys/Shards; the shard count is
@@ -77,7 +87,7 @@ type MemoryStore struct {
 	shards    []memShard
 	mask      uint64
 	perShard  int
-	born      time.Time // the monotonic origin of the tables' deadlines
+	mono      func() time.Duration // the monotonic clock of the tables' deadlines; a test may set it
 	evictions atomic.Uint64
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -99,9 +109,9 @@ type memTable struct {
 	start    int64 // its start, Unix ms
 	end      int64 // its end: the table is stale from then on
 	counts   counts
-	// deadline is when the window ends on the monotonic clock, in
-	// nanoseconds since the store's birth: the request that placed the
-	// table in its window said how far off the end was. The background
+	// deadline is when the window ends on the store's monotonic clock
+	// (mono), in nanoseconds: the request that placed the table in its
+	// window said how far off the end was. The background
 	// sweep reads it, so that it needs no clock of its own. It comes
 	// last so that the fields every request reads keep their places on
 	// the shard's first cache line.
@@ -114,6 +124,7 @@ type MemoryOption func(*memoryConfig)
 type memoryConfig struct {
 	maxKeys, shards int
 	sweep           time.Duration
+	mono            func() time.Duration // nil: time since the store was made
 }
 
 // WithMaxKeys bounds the counters held (default DefaultMaxKeys).
@@ -126,8 +137,18 @@ func WithShards(n int) MemoryOption { return func(c *memoryConfig) { c.shards = 
 // WithSweepInterval sets how often a background sweep frees the tables of
 // past windows that no request has touched (default DefaultSweepInterval).
 // Zero disables the sweep; tables are then freed only when touched, or by
-// Sweep. The sweep reads no clock of the caller's: see MemoryStore.
+// Sweep. The sweep times windows on the monotonic clock from the instants
+// requests carried, so it runs on real time: disable it for a store under
+// a fake clock (see MemoryStore).
 func WithSweepInterval(d time.Duration) MemoryOption { return func(c *memoryConfig) { c.sweep = d } }
+
+// withMono makes the store read its monotonic clock from mono instead of
+// the time since it was made, so that a test moves the background sweep's
+// time instead of waiting for it. The sweep reads mono concurrently with
+// requests.
+func withMono(mono func() time.Duration) MemoryOption {
+	return func(c *memoryConfig) { c.mono = mono }
+}
 
 // NewMemoryStore returns an in-memory store. Close it to stop its sweep.
 func NewMemoryStore(opts ...MemoryOption) (*MemoryStore, error) {
@@ -158,9 +179,13 @@ func NewMemoryStore(opts ...MemoryOption) (*MemoryStore, error) {
 		shards:   make([]memShard, n),
 		mask:     uint64(n - 1),
 		perShard: cfg.maxKeys / n,
-		born:     time.Now(),
+		mono:     cfg.mono,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+	}
+	if s.mono == nil {
+		born := time.Now()
+		s.mono = func() time.Duration { return time.Since(born) }
 	}
 	if cfg.sweep > 0 {
 		go s.sweepLoop(cfg.sweep)
@@ -194,7 +219,7 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (d Decision, err er
 		tabs  [MaxWindows]*memTable
 	)
 	sh.mu.Lock()
-	now := sh.prepare(p, req.Now, &tabs, &s.born)
+	now := sh.prepare(p, req.Now, &tabs, s.mono)
 	for i := range p.rates {
 		t := tabs[i]
 		var c int64
@@ -233,19 +258,26 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (d Decision, err er
 // to the window of the instant to decide at, which it returns.
 //
 // A table normally holds the window of now, or a past one, which is
-// dropped. A table one window ahead of now is what a racing clock read
-// leaves near a boundary (another request read a later instant and took
-// the lock first) or a step back of at most one window: the request is
-// decided in that table's window, so the new window's counts are never
-// rewound. A table further ahead can only come from a clock that was
-// wrong (stepped forward and since corrected, or now stepped back by more
-// than a window): its counts are stale and dropped, so that no glitch can
-// lock a key out for longer than one window. The windows of a layered
-// policy are all decided at one instant, the latest start among the tables
-// exactly one window ahead. A table made or moved here takes its deadline
-// for the background sweep from that instant and born, the store's
-// monotonic origin; only then is the monotonic clock read.
-func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTable, born *time.Time) time.Time {
+// dropped. A table whose window starts after now, by at most the policy's
+// shortest window, is what a racing clock read leaves near a boundary
+// (another request read a later instant and took the lock first; such
+// reads differ by microseconds) or a step back of at most that much: the
+// request is decided at that table's start, so the new window's counts
+// are never rewound. A table further ahead can only come from a clock that
+// was wrong (stepped forward and since corrected, or now stepped back by
+// more than the shortest window): its counts are stale and dropped. The
+// bound is the shortest window, not the table's own: a step back of 30s
+// across a minute's start must not decide every request of the next 30s
+// at that start, in one second of a per-second window, which would lock
+// the key out. So no glitch refuses a key for longer than one window of
+// the policy's shortest length. The windows of a layered policy are all
+// decided at one instant, the latest start among the tables ahead within
+// that bound (now if none), and every other table not in its window there
+// is dropped and moved to it. For a policy of one window the bound is one
+// window ahead, as it always was. A table made or moved here takes its
+// deadline for the background sweep from that instant and mono, the
+// store's monotonic clock; only then is mono read.
+func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTable, mono func() time.Duration) time.Time {
 	ms := now.UnixMilli()
 	if ms > msBound || ms < -msBound {
 		ms = max(min(ms, msBound), -msBound) // as Decide does: no window arithmetic can overflow
@@ -253,23 +285,27 @@ func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTabl
 	}
 	current := true
 	for i := range p.rates {
-		t := sh.table(p.spans[i].ms, ms, born)
+		t := sh.table(p.spans[i].ms, ms, mono)
 		tabs[i] = t
 		current = current && ms >= t.start && ms < t.end
 	}
 	if current {
 		return now
 	}
+	shortest := p.spans[0].ms
+	for _, sp := range p.spans[1:] {
+		shortest = min(shortest, sp.ms)
+	}
 	latest := ms
 	for i := range p.rates {
-		if t := tabs[i]; ms < t.start && ms >= t.start-t.windowMs {
+		if t := tabs[i]; ms < t.start && t.start-ms <= shortest {
 			latest = max(latest, t.start)
 		}
 	}
-	mono := int64(time.Since(*born))
+	m := int64(mono())
 	for i := range p.rates {
 		if t := tabs[i]; latest < t.start || latest >= t.end {
-			sh.drop(t, latest, mono)
+			sh.drop(t, latest, m)
 		}
 	}
 	sh.sweep(latest)
@@ -281,7 +317,7 @@ func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTabl
 
 // table returns the shard's table for windows of windowMs, making one in
 // the window of ms if there is none.
-func (sh *memShard) table(windowMs, ms int64, born *time.Time) *memTable {
+func (sh *memShard) table(windowMs, ms int64, mono func() time.Duration) *memTable {
 	if sh.first.windowMs == windowMs {
 		return &sh.first
 	}
@@ -295,7 +331,7 @@ func (sh *memShard) table(windowMs, ms int64, born *time.Time) *memTable {
 		t = &sh.first
 		t.windowMs = windowMs
 	}
-	t.place(ms, int64(time.Since(*born)))
+	t.place(ms, int64(mono()))
 	sh.tables = append(sh.tables, t)
 	return t
 }
@@ -448,7 +484,7 @@ func (s *MemoryStore) sweepLoop(every time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.sweepEnded(int64(time.Since(s.born)))
+			s.sweepEnded(int64(s.mono()))
 		}
 	}
 }

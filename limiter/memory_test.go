@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -187,31 +188,41 @@ func TestMemoryStoreRotationFreesPastWindow(t *testing.T) {
 
 // TestMemoryStoreSweepLoopKeepsRequestsTime: the background sweep has no
 // clock of its own; it frees a table when its window has ended by the
-// instant of the request that placed it there, plus the real time elapsed
-// since. A store under a fake clock in 2030 sweeps in 2030: a window the
-// request left 50ms of is freed within moments, one it left an hour of is
-// kept, whatever the wall clock says.
+// instant of the request that placed it there, plus the monotonic time
+// elapsed since. Requests dated 2030 sweep in 2030's windows, whatever the
+// wall clock says: the minute they left 50ms of is freed by the first
+// sweep 50ms later, the hour they left 1s of by the first sweep 1s later,
+// and neither before. The bubble's time stands in for the monotonic clock
+// and drives the sweep's ticker, so nothing waits in real time.
 func TestMemoryStoreSweepLoopKeepsRequestsTime(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	st, err := NewMemoryStore(WithSweepInterval(time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	take(t, st, MustPolicy("h", PerHour(5)), "k", at)
-	take(t, st, MustPolicy("m", PerMinute(5)), "k", at.Add(time.Minute-50*time.Millisecond))
-	deadline := time.Now().Add(10 * time.Second)
-	for st.Len() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("background sweep never freed the past window: %d counters held, want 1", st.Len())
+	synctest.Test(t, func(t *testing.T) {
+		at := time.Date(2030, 1, 1, 12, 59, 59, 0, time.UTC)
+		st, err := NewMemoryStore(WithSweepInterval(10*time.Millisecond), WithShards(1))
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond) // many sweeps more
-	if n := st.Len(); n != 1 {
-		t.Fatalf("background sweep freed a window the request left an hour of: %d counters held, want 1", n)
-	}
+		defer st.Close()
+		take(t, st, MustPolicy("h", PerHour(5)), "k", at)
+		take(t, st, MustPolicy("m", PerMinute(5)), "k", at.Add(950*time.Millisecond))
+		var elapsed time.Duration
+		for _, step := range []struct {
+			sleep time.Duration
+			want  int
+		}{
+			{45 * time.Millisecond, 2},  // 45ms: the minute has 5ms left
+			{10 * time.Millisecond, 1},  // 55ms: swept at 50ms
+			{940 * time.Millisecond, 1}, // 995ms: the hour has 5ms left
+			{10 * time.Millisecond, 0},  // 1005ms: swept at 1s
+		} {
+			time.Sleep(step.sleep)
+			synctest.Wait()
+			elapsed += step.sleep
+			if n := st.Len(); n != step.want {
+				t.Fatalf("%v after the requests: %d counters held, want %d", elapsed, n, step.want)
+			}
+		}
+	})
 }
 
 // TestMemoryStoreClockBehindChargesCurrentWindow: a request whose instant

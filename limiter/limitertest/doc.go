@@ -13,4 +13,10 @@
 //	defer l.Close()
 //	// ... spend the budget through the handler under test ...
 //	clk.Advance(time.Minute) // the next window: the budget is back
+//
+// A limiter given this clock makes its in-memory store with no background
+// sweep, since the sweep runs on real time and would free a window the
+// clock stands in: a spent budget stays spent until the clock moves. A
+// limiter.MemoryStore passed with limiter.WithStore under this clock
+// should be made with limiter.WithSweepInterval(0) for the same reason.
 package limitertest

@@ -43,13 +43,14 @@ const (
 	// replicas' clocks say. Request.Now is ignored. Its failure mode is a
 	// Redis whose clock jumps (a failover to a node whose clock differs,
 	// an NTP step): a jump forward starts windows early; after a jump
-	// back, a window stored exactly one window ahead of TIME is decided
-	// in (at its start; a count is never rewound), and one stored further
-	// ahead is stale: the current window starts afresh, with a fresh
-	// expiry. Either way a step of any size costs a key at most one
-	// window of wrong answers. The over-limit cache times its entries
-	// from Redis's time at the decision on the monotonic clock, so no step
-	// of the application's clock keeps a key refused past Redis's window.
+	// back, a window stored to start after TIME by at most the policy's
+	// shortest window is decided in (at its start; a count is never
+	// rewound), and one stored further ahead is stale: the current window
+	// starts afresh, with a fresh expiry. Either way a step of any size
+	// costs a key at most one window of wrong answers. The over-limit
+	// cache times its entries from Redis's time at the decision on the
+	// monotonic clock, so no step of the application's clock keeps a key
+	// refused past Redis's window.
 	ServerClock
 )
 

@@ -108,22 +108,31 @@ for _ = 1, nreq do
   local want = tonumber(ARGV[a + 3])
   local n = tonumber(ARGV[a + 4])
   a = a + 5
+  local shortest = nil
   for i = 1, n do
     lim[i] = tonumber(ARGV[a])
     wms[i] = tonumber(ARGV[a + 1])
     fresh[i], bare[i] = nil, false
+    if shortest == nil or wms[i] < shortest then
+      shortest = wms[i]
+    end
     a = a + 2
   end
 
   if server then
     -- Read every window first. A stored window id ahead of TIME's (Redis's
     -- clock stepped back: an NTP step, a failover to a node whose clock
-    -- lags) follows the memory store's rule for a window ahead: exactly
-    -- one window ahead, it is the window a racing or slightly faster clock
-    -- already decides in, so the request is decided at that window's start
-    -- (a count is never rewound); further ahead, it is stale and the
-    -- current window starts afresh, with a fresh expiry. Either way a
-    -- step of any size costs at most one window of wrong answers.
+    -- lags) follows the memory store's rule for a window ahead: a window
+    -- that starts after TIME by at most the request's shortest window is
+    -- the one a racing or slightly faster clock already decides in, so the
+    -- request is decided at that window's start (a count is never
+    -- rewound); further ahead, it is stale and the current window starts
+    -- afresh, with a fresh expiry. The bound is the shortest window, not
+    -- the stored window's own, so that a minute stored one ahead after a
+    -- step back of 30 s does not decide 30 s of requests in one second of a
+    -- per-second window. Either way a step of any size costs at most one
+    -- window of wrong answers. Every window is then decided at the one
+    -- instant chosen.
     now = tnow
     local ws = {}
     for i = 1, n do
@@ -143,8 +152,11 @@ for _ = 1, nreq do
       if found[i] and ws[i] == nil then
         cnt[i] = -1
       end
-      if ws[i] ~= nil and ws[i] == math.floor(tnow / wms[i]) + 1 and ws[i] * wms[i] > now then
-        now = ws[i] * wms[i]
+      if ws[i] ~= nil then
+        local start = ws[i] * wms[i]
+        if start > tnow and start - tnow <= shortest and start > now then
+          now = start
+        end
       end
     end
     for i = 1, n do
