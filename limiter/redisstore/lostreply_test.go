@@ -121,7 +121,7 @@ func TestLostReplyChargedOnce(t *testing.T) {
 			}
 		}
 		admin := cl.Client(t)
-		for _, mode := range []path{pathPlain, pathAutoPipeline} {
+		for _, mode := range []path{pathPlain, pathAutoPipeline, pathBatch} {
 			t.Run(mode.String(), func(t *testing.T) {
 				// The Cluster client re-sends a command after a network
 				// error within MaxRedirects (3 by default); its node

@@ -145,8 +145,8 @@ func pathFor(client redis.UniversalClient) path {
 	return pathPlain
 }
 
-// withPath forces a path, for tests. Batch applies only on a
-// *redis.Client; elsewhere Plain does.
+// withPath forces a path, for tests. Batch applies on a *redis.Client
+// and, per slot, on a *redis.ClusterClient; elsewhere Plain does.
 func withPath(p path) Option { return func(c *config) { c.path = p } }
 
 // An Option configures New.
