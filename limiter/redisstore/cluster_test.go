@@ -16,13 +16,13 @@ import (
 )
 
 // TestCluster runs the store on a three-master Redis Cluster started from
-// the redis-server binary, on the Cluster client's default path
-// (AutoPipeline) and on Batch per slot: layered windows of one client
+// the redis-server binary, on the Cluster client's default path (Batch
+// per slot) and on AutoPipeline: layered windows of one client
 // share a slot (no CROSSSLOT), clients spread over every master, four
 // replicas share one limit, and a slot moved to another master mid-run
 // (MOVED) keeps its counts.
 func TestCluster(t *testing.T) {
-	for _, mode := range []path{pathByClient, pathBatch} {
+	for _, mode := range []path{pathByClient, pathAutoPipeline} {
 		t.Run(mode.String(), func(t *testing.T) { testCluster(t, mode) })
 	}
 }
@@ -44,11 +44,8 @@ func testCluster(t *testing.T, mode path) {
 		stores = append(stores, s)
 		ls = append(ls, newLimiter(t, p, s, clk))
 	}
-	if mode == pathByClient && (stores[0].path != pathAutoPipeline || stores[0].batch != nil) {
-		t.Fatalf("path %v on a Cluster client, want autopipeline", stores[0].path)
-	}
-	if mode == pathBatch && (stores[0].batch == nil || stores[0].batch.cluster == nil) {
-		t.Fatal("Batch on a Cluster client: no slot batcher")
+	if mode == pathByClient && (stores[0].path != pathBatch || stores[0].batch == nil || stores[0].batch.cluster == nil) {
+		t.Fatalf("path %v on a Cluster client, want batch per slot", stores[0].path)
 	}
 	admin := cl.Client(t)
 
