@@ -10,6 +10,7 @@ import (
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestClusterBatchRoutesResults: on a Cluster, concurrent decisions over
@@ -87,4 +88,51 @@ func TestClusterBatchRoutesResults(t *testing.T) {
 		t.Fatalf("%d decisions in %d script calls, want %d in fewer", st.Decisions, st.RoundTrips, total)
 	}
 	t.Logf("%d decisions in %d script calls", st.Decisions, st.RoundTrips)
+}
+
+// TestCorruptKeyAloneInClusterBatch: on a Cluster, a corrupt count fails
+// none of the sound decisions of its round, neither those of another key
+// sharing its slot (hence its script call) nor those of other slots.
+func TestCorruptKeyAloneInClusterBatch(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t)
+	admin := cl.Client(t)
+	p := limiter.MustPolicy("corruptslot", limiter.PerMinute(3))
+	s := newStore(t, cl.Client(t))
+	bad := ""
+	for i := 0; bad == ""; i++ {
+		if k := fmt.Sprintf("bad-%d", i); requestSlot(k) == requestSlot("a") {
+			bad = k
+		}
+	}
+	if requestSlot("b") == requestSlot("a") {
+		t.Fatal("a and b share a slot: the test would prove less")
+	}
+	writeCount(t, admin, AppClock, keyOf(s, bad, p, 0, t0), "1.0")
+	// Loaded everywhere, so that no call is sent again after NOSCRIPT.
+	if err := admin.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		return n.ScriptLoad(ctx, takeSource).Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var reqs []limiter.Request
+	for _, k := range []string{"a", bad, "b", "a", bad, "a", "a"} {
+		reqs = append(reqs, limiter.Request{Key: k, Policy: p, Now: t0, Cost: 1})
+	}
+	calls := sendTogether(t, s, reqs)
+	want := []bool{true, false, true, true, false, true, false}
+	for i, c := range calls {
+		if c.err != nil || c.res.allowed != want[i] {
+			t.Errorf("request %d (%s): allowed=%v, %v; want allowed=%v, no error",
+				i, c.req.Key, c.res.allowed, c.err, want[i])
+		}
+	}
+	for k, n := range map[string]string{"a": "3", "b": "1", bad: "1.0"} {
+		if got, err := admin.Get(ctx, keyOf(s, k, p, 0, t0)).Result(); err != nil || got != n {
+			t.Errorf("key %s holds %q, %v; want %s", k, got, err, n)
+		}
+	}
+	if st := s.Stats(); st.RoundTrips != 2 {
+		t.Errorf("%d script calls for two slots, want 2", st.RoundTrips)
+	}
 }
