@@ -64,9 +64,8 @@ func batchRun(b *testing.B, c goredis.UniversalClient, h *counter, g, per int, f
 // autopipeliner; per decisions gathered by a caller and sent as one
 // ClusterClient.Pipeline (go-redis splits it per node); and per decisions
 // of one hash tag (a hot key's) in one script call, as a per-slot Batch
-// would send them. fixedwindow_autopipeline is the store (whose path on a
-// Cluster client is AutoPipeline) in the same run,
-// for scale. Its name leaves it out of -bench Cluster.
+// would send them. fixedwindow is the store with its defaults (Batch per
+// slot on a Cluster client) in the same run, for scale. Its name leaves it out of -bench Cluster.
 func BenchmarkScriptCeiling(b *testing.B) {
 	cl := redistest.StartCluster(b)
 	tagged := func(p string) []string {
@@ -76,7 +75,7 @@ func BenchmarkScriptCeiling(b *testing.B) {
 		}
 		return n
 	}
-	b.Run("fixedwindow_autopipeline", func(b *testing.B) {
+	b.Run("fixedwindow", func(b *testing.B) {
 		c, h := clusterClient(b, cl)
 		run(b, c, h, ours(b, c, 1<<30), tagged("s"))
 	})

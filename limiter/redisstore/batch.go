@@ -18,7 +18,8 @@ import (
 // decides the requests of one call in arrival order, each atomically.
 type batcher struct {
 	s        *Store
-	client   *redis.Client
+	client   *redis.Client        // a single node; nil on a Cluster
+	cluster  *redis.ClusterClient // Batch per slot (clusterbatch.go)
 	mu       sync.Mutex
 	queue    []*call
 	running  int
@@ -148,35 +149,54 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 	if len(live) == 0 {
 		return keys, args, res, nwin
 	}
-	for _, c := range live {
+	if b.cluster != nil {
+		return b.sendSlots(live, deadline, keys, args, res, nwin)
+	}
+	keys, args, nwin = b.command(live, keys, args, nwin)
+	res = append(res, make([]result, len(live))...)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	r, err := b.eval(ctx, args)
+	cancel()
+	b.deliver(live, &r, err, nwin, res)
+	clear(args)
+	return keys, args, res, nwin
+}
+
+// command appends the script call deciding calls, in order, to args (its
+// keys to keys, each call's number of windows to nwin).
+func (b *batcher) command(calls []*call, keys []string, args []any, nwin []int) ([]string, []any, []int) {
+	s := b.s
+	first := len(keys)
+	for _, c := range calls {
 		pk := s.keys.get(c.req.Policy)
 		n := c.req.Policy.NumRates()
 		keys = appendKeys(keys, s.cfg.prefix, c.req.Key, pk, n, s.cfg.clock, c.req.Now.UnixMilli())
 		nwin = append(nwin, n)
 	}
 	// The command: EVALSHA hash numkeys keys... header... requests...
-	args = scriptCommand(args, keys)
-	h := s.cfg.header(len(live))
+	args = scriptCommand(args, keys[first:])
+	h := s.cfg.header(len(calls))
 	args = append(args, h[:]...)
-	for _, c := range live {
+	for _, c := range calls {
 		args = appendArgs(args, &c.req, s.keys.get(c.req.Policy), c.want)
 	}
-	res = append(res, make([]result, len(live))...)
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	r, err := b.eval(ctx, args)
-	cancel()
+	return keys, args, nwin
+}
+
+// deliver hands each of calls its result from r, the reply of their
+// script call, or err; nwin holds each call's number of windows and res
+// room for their results.
+func (b *batcher) deliver(calls []*call, r *replyReader, err error, nwin []int, res []result) {
 	if err == nil {
-		err = parseReply(&r, func(i int) int { return nwin[i] }, res)
+		err = parseReply(r, func(i int) int { return nwin[i] }, res)
 	}
-	for i, c := range live {
+	for i, c := range calls {
 		if err == nil {
 			c.res = res[i]
 		}
 		c.err = err
 		c.done <- struct{}{}
 	}
-	clear(args)
-	return keys, args, res, nwin
 }
 
 // eval runs one batch's script call through the circuit breaker, its

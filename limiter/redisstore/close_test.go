@@ -3,11 +3,13 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
 
@@ -27,12 +29,20 @@ func TestNothingOutlivesClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lateReplyThenClose(t, s, before, proxy.SetDelay)
+}
+
+// lateReplyThenClose decides once, then makes Redis 1 s late (delay) for
+// s's 50 ms timeout: the next decision returns at its deadline, and once
+// Close returns no goroutine started after before is left.
+func lateReplyThenClose(t *testing.T, s *Store, before goleak.Option, delay func(time.Duration)) {
+	t.Helper()
 	p := limiter.MustPolicy("close", limiter.PerHour(10))
 	req := limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}
 	if _, err := s.Take(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	proxy.SetDelay(time.Second)
+	delay(time.Second)
 	start := time.Now()
 	if _, err := s.Take(context.Background(), req); err == nil {
 		t.Fatal("a reply 1 s late within a 50 ms timeout: no error")
@@ -66,4 +76,43 @@ func TestTakeRacingCloseIsNotAnOutage(t *testing.T) {
 	if st := s.Stats(); st.Degraded != 0 {
 		t.Fatalf("Stats = %+v, want nothing degraded", st)
 	}
+}
+
+// TestNothingOutlivesCloseClusterBatch: on a Cluster, Batch runs each
+// round's pipeline to the deadline of its oldest decision (Redis 1 s
+// away, a 50 ms timeout); Close waits for the rounds, so no goroutine of
+// the store is left once it returns.
+func TestNothingOutlivesCloseClusterBatch(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	proxies := map[string]*redistest.Proxy{}
+	for _, a := range cl.Addrs() {
+		proxies[a] = redistest.StartProxy(t, a)
+	}
+	c := cl.Client(t, func(o *redis.ClusterOptions) {
+		o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if px, ok := proxies[addr]; ok {
+				addr = px.Addr()
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}
+	})
+	if err := c.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
+		return n.Ping(ctx).Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := goleak.IgnoreCurrent()
+	s, err := New(c, WithPrefix(testPrefix(t)), withPath(pathBatch), WithTimeout(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.batch == nil || s.batch.cluster == nil {
+		t.Fatal("Batch on a Cluster client: no slot batcher")
+	}
+	lateReplyThenClose(t, s, before, func(d time.Duration) {
+		for _, px := range proxies {
+			px.SetDelay(d)
+		}
+	})
 }

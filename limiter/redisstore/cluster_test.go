@@ -16,11 +16,18 @@ import (
 )
 
 // TestCluster runs the store on a three-master Redis Cluster started from
-// the redis-server binary, on the Cluster client's path (AutoPipeline): layered windows of one client share a slot (no
-// CROSSSLOT), clients spread over every master, four replicas share one
-// limit, and a slot moved to another master mid-run (MOVED) keeps its
-// counts.
+// the redis-server binary, on the Cluster client's default path (Batch
+// per slot) and on AutoPipeline: layered windows of one client
+// share a slot (no CROSSSLOT), clients spread over every master, four
+// replicas share one limit, and a slot moved to another master mid-run
+// (MOVED) keeps its counts.
 func TestCluster(t *testing.T) {
+	for _, mode := range []path{pathByClient, pathAutoPipeline} {
+		t.Run(mode.String(), func(t *testing.T) { testCluster(t, mode) })
+	}
+}
+
+func testCluster(t *testing.T, mode path) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t)
 	p := limiter.MustPolicy("cluster", limiter.PerMinute(12), limiter.PerSecond(5))
@@ -29,7 +36,7 @@ func TestCluster(t *testing.T) {
 	var ls []*limiter.Limiter
 	var stores []*Store
 	for range 4 {
-		s, err := New(cl.Client(t), WithPrefix(prefix), WithTimeout(5*time.Second))
+		s, err := New(cl.Client(t), WithPrefix(prefix), withPath(mode), WithTimeout(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,8 +44,8 @@ func TestCluster(t *testing.T) {
 		stores = append(stores, s)
 		ls = append(ls, newLimiter(t, p, s, clk))
 	}
-	if stores[0].path != pathAutoPipeline || stores[0].batch != nil {
-		t.Fatalf("path %v on a Cluster client, want autopipeline", stores[0].path)
+	if mode == pathByClient && (stores[0].path != pathBatch || stores[0].batch == nil || stores[0].batch.cluster == nil) {
+		t.Fatalf("path %v on a Cluster client, want batch per slot", stores[0].path)
 	}
 	admin := cl.Client(t)
 
@@ -142,7 +149,7 @@ func TestClusterMigrationUnderLoad(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	admin := cl.Client(t)
 	p := limiter.MustPolicy("migrate", limiter.PerMinute(1<<30), limiter.PerHour(1<<30))
-	for _, mode := range []path{pathPlain, pathAutoPipeline} {
+	for _, mode := range []path{pathPlain, pathAutoPipeline, pathBatch} {
 		t.Run(mode.String(), func(t *testing.T) {
 			prefix := testPrefix(t)
 			clk := limitertest.New(t0)
@@ -270,7 +277,7 @@ func TestClusterTryAgain(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	admin := cl.Client(t)
 	p := limiter.MustPolicy("tryagain", limiter.PerMinute(100), limiter.PerHour(100))
-	for _, mode := range []path{pathAutoPipeline, pathPlain} {
+	for _, mode := range []path{pathAutoPipeline, pathPlain, pathBatch} {
 		t.Run(mode.String(), func(t *testing.T) {
 			s := newStore(t, cl.Client(t), withPath(mode))
 			l := newLimiter(t, p, s, limitertest.New(t0))

@@ -379,7 +379,7 @@ func TestLeasesExactAcrossReplicas(t *testing.T) {
 		// setup readies the backend for the test and returns a maker of
 		// clients for one subtest.
 		setup func(t *testing.T) func(t *testing.T) redis.UniversalClient
-		path  path // pathByClient: the client's own (Batch on one node, AutoPipeline on a Cluster)
+		path  path // pathByClient: the client's own (Batch on one node, per slot on a Cluster)
 	}{
 		{"single_node", func(*testing.T) func(t *testing.T) redis.UniversalClient {
 			return func(t *testing.T) redis.UniversalClient { return redistest.Client(t, redistest.SharedAddr) }

@@ -17,8 +17,8 @@ import (
 // TestNewKeepsClientsRetries: New takes clients with go-redis's default
 // retries and redirects (the users' other commands keep them), and picks
 // one round-trip path per client kind: Batch where everything goes to one
-// server, AutoPipeline on a Cluster, Plain on a Ring (whose autopipeliner
-// go-redis does not support).
+// server and, per slot, on a Cluster; Plain on a Ring (whose keys a batch
+// cannot span, and whose autopipeliner go-redis does not support).
 func TestNewKeepsClientsRetries(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -27,7 +27,7 @@ func TestNewKeepsClientsRetries(t *testing.T) {
 	}{
 		{"client", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), pathBatch},
 		{"failover", redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathBatch},
-		{"cluster", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathAutoPipeline},
+		{"cluster", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathBatch},
 		{"ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathPlain},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,7 +121,7 @@ func TestLostReplyChargedOnce(t *testing.T) {
 			}
 		}
 		admin := cl.Client(t)
-		for _, mode := range []path{pathPlain, pathAutoPipeline} {
+		for _, mode := range []path{pathPlain, pathAutoPipeline, pathBatch} {
 			t.Run(mode.String(), func(t *testing.T) {
 				// The Cluster client re-sends a command after a network
 				// error within MaxRedirects (3 by default); its node

@@ -107,8 +107,9 @@ type path uint8
 
 const (
 	pathByClient path = iota
-	// pathBatch gathers concurrent decisions into one script call; it
-	// needs a client that sends everything to one server.
+	// pathBatch gathers concurrent decisions into one script call on a
+	// client that sends everything to one server, and into one call per
+	// slot, sent in one pipeline, on a Cluster client.
 	pathBatch
 	// pathPlain sends one script call per decision on the client's pool.
 	pathPlain
@@ -132,21 +133,21 @@ func (p path) String() string {
 }
 
 // pathFor returns the path for client: Batch on a *redis.Client (a
-// single node or a Sentinel failover client), AutoPipeline on a
-// *redis.ClusterClient, Plain otherwise (a Ring, whose autopipeliner
-// go-redis does not support).
+// single node or a Sentinel failover client) and, per slot, on a
+// *redis.ClusterClient; Plain otherwise (a Ring, whose autopipeliner
+// go-redis does not support and whose shards a batch cannot span).
 func pathFor(client redis.UniversalClient) path {
 	switch client.(type) {
 	case *redis.Client:
 		return pathBatch
 	case *redis.ClusterClient:
-		return pathAutoPipeline
+		return pathBatch
 	}
 	return pathPlain
 }
 
-// withPath forces a path, for tests. Batch applies only on a
-// *redis.Client; elsewhere Plain does.
+// withPath forces a path, for tests. Batch applies on a *redis.Client
+// and, per slot, on a *redis.ClusterClient; elsewhere Plain does.
 func withPath(p path) Option { return func(c *config) { c.path = p } }
 
 // An Option configures New.
@@ -232,8 +233,10 @@ func WithOverLimitCache(n int) Option { return func(c *config) { c.cacheSize = n
 // WithBatching sizes the batches of a store on a *redis.Client (a single
 // node or Sentinel failover): at most size decisions per script call
 // (default DefaultBatchSize) and at most inFlight calls at once (default
-// DefaultBatchInFlight). Other clients send one script call per decision
-// and ignore it.
+// DefaultBatchInFlight). On a *redis.ClusterClient a batch of up to size
+// decisions makes one script call per slot, all sent in one pipeline, and
+// at most inFlight/2 (at least 1) such batches run at once. A Ring sends
+// one script call per decision and ignores it.
 func WithBatching(size, inFlight int) Option {
 	return func(c *config) { c.batchSize, c.batchInFlight = size, inFlight }
 }

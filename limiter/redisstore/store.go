@@ -114,10 +114,12 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.path = pathFor(client)
 	}
 	// Batches mix clients' keys in one script call: only a client that
-	// sends everything to one server may carry them (not a Cluster or a
-	// Ring, which route a call by its first key).
+	// sends everything to one server may carry them, or a Cluster client,
+	// to which the batcher sends one call per slot (clusterbatch.go); not
+	// a Ring, which routes a call by its first key.
 	single, isSingle := client.(*redis.Client)
-	if s.path == pathBatch && !isSingle {
+	cluster, isCluster := client.(*redis.ClusterClient) // Batch per slot
+	if s.path == pathBatch && !isSingle && !isCluster {
 		s.path = pathPlain
 	}
 	switch {
@@ -127,6 +129,8 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("redisstore: autopipeline: %w", err)
 		}
 		s.run = ap
+	case s.path == pathBatch && isCluster:
+		s.batch = newSlotBatcher(s, cluster)
 	case s.path == pathBatch:
 		s.batch = newBatcher(s, single)
 	case isSingle && single.Options().PoolSize > 0:
