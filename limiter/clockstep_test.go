@@ -13,8 +13,8 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
-// memoryClockSteps are the clock faults of issue 9 against the memory
-// store, 2 per second unless a row says otherwise. Each row holds the
+// memoryClockSteps are the clock faults of SECURITY.md's table against
+// the memory store, 2 per second unless a row says otherwise. Each row holds the
 // bound: after a step of any size, forward or back, a key is refused for
 // at most one window it should not be and given at most one window's extra
 // budget, and from the window after that it is admitted exactly its limit

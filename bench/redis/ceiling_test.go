@@ -58,7 +58,7 @@ func batchRun(b *testing.B, c goredis.UniversalClient, h *counter, g, per int, f
 }
 
 // BenchmarkScriptCeiling estimates, on a three-master Cluster it starts,
-// what shapes of script calls could give a Cluster path (issue 12), with
+// what shapes of script calls could give a Cluster path, with
 // the stand-in incrScript and 64 decisions in flight over 1,000 hash tags:
 // one call per decision on the pool (plain) or through go-redis's cluster
 // autopipeliner; per decisions gathered by a caller and sent as one

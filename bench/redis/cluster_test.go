@@ -11,7 +11,7 @@ import (
 )
 
 // clusterKeys is how many keys the Cluster benchmark spreads its callers
-// over, as in issue 12's measurement.
+// over: many clients, few sharing a slot.
 const clusterKeys = 1000
 
 // clusterClient returns a Cluster client of cl for one contender, with the
