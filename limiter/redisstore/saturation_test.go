@@ -17,13 +17,13 @@ import (
 // TestBreakerClosedAtSaturation: 96 callers without pause (bench/redis's
 // load is 64) on a healthy Redis, through a client whose pool is much
 // smaller than the load, so that decisions queue inside the client (its
-// pool, the batch queue, the autopipeliner). Time spent queued is not
-// Redis failing: the breaker stays closed, whatever the failure policy
-// answers for calls that run out of time in the queue.
+// pool, the batch queue). Time spent queued is not Redis failing: the
+// breaker stays closed, whatever the failure policy answers for calls
+// that run out of time in the queue.
 func TestBreakerClosedAtSaturation(t *testing.T) {
 	const callers = 96
 	p := limiter.MustPolicy("saturation", limiter.PerHour(1<<30))
-	for _, mode := range []path{pathBatch, pathPlain, pathAutoPipeline} {
+	for _, mode := range []path{pathBatch, pathPlain} {
 		t.Run(mode.String(), func(t *testing.T) {
 			// Redis answers each command in about 10 ms (a distant
 			// network's round trip); 96 callers on 4 connections queue about

@@ -20,7 +20,6 @@ import (
 // use. The zero Store is not usable; call New.
 type Store struct {
 	client  redis.UniversalClient
-	run     processor // the client, or its autopipeliner
 	cfg     config
 	keys    keyCache
 	cache   *overLimit
@@ -37,12 +36,6 @@ type Store struct {
 	// decision waits here, outside the breaker, rather than in the pool,
 	// where running out of time would look like Redis failing.
 	gate chan struct{}
-
-	// AutoPipeline: the round trips running aside (boundedRoundTrip),
-	// which Close waits for; asideClosed, under asideMu, stops new ones.
-	aside       sync.WaitGroup
-	asideMu     sync.Mutex
-	asideClosed bool
 
 	// replyHook, when set by a test, runs between a decision's round trip
 	// and its note in the over-limit cache.
@@ -106,7 +99,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if err := checkContextTimeout(client); err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == ServerClock)}
+	s := &Store{client: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == ServerClock)}
 	s.breaker = s.newBreaker()
 	s.leases = newLeases(cfg.lease, DefaultLeaseKeys, cfg.clock == ServerClock)
 	s.path = cfg.path
@@ -123,12 +116,6 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.path = pathPlain
 	}
 	switch {
-	case s.path == pathAutoPipeline:
-		ap, err := client.AutoPipeline()
-		if err != nil {
-			return nil, fmt.Errorf("redisstore: autopipeline: %w", err)
-		}
-		s.run = ap
 	case s.path == pathBatch && isCluster:
 		s.batch = newSlotBatcher(s, cluster)
 	case s.path == pathBatch:
@@ -242,15 +229,7 @@ func (s *Store) single(tctx, caller context.Context, req *limiter.Request, want 
 	h := s.cfg.header(1)
 	cmd := scriptCommand(make([]any, 0, 3+n+headerArgs+requestArgs+2*n), keys)
 	cmd = appendArgs(append(cmd, h[:]...), req, pk, want)
-	var (
-		rr  replyReader
-		err error
-	)
-	if s.path == pathAutoPipeline {
-		rr, err = s.boundedRoundTrip(tctx, caller, cmd)
-	} else {
-		rr, err = s.roundTrip(tctx, caller, cmd)
-	}
+	rr, err := s.roundTrip(tctx, caller, cmd)
 	if err != nil {
 		return err
 	}
@@ -282,14 +261,14 @@ func (s *Store) roundTrip(ctx, caller context.Context, cmd []any) (replyReader, 
 	}
 	v, err := s.breaker.Execute(func() (any, error) {
 		left := timeLeft(ctx)
-		r, err := s.eval(ctx, s.run, cmd, false)
+		r, err := s.eval(ctx, s.client, cmd, false)
 		// go-redis follows MOVED and ASK; TRYAGAIN (a multi-key script
 		// mid-migration) it retries only for retryable commands. The
 		// script ran nowhere: send it again after a pause, as go-redis
 		// would.
 		for try := 1; isTryAgain(err) && try <= maxTryAgain &&
 			pause(ctx, time.Duration(try)*10*time.Millisecond); try++ {
-			r, err = s.eval(ctx, s.run, cmd, false)
+			r, err = s.eval(ctx, s.client, cmd, false)
 		}
 		if err != nil {
 			err = deadlineErr(ctx, err)
@@ -321,8 +300,7 @@ func timeLeft(ctx context.Context) time.Duration {
 // queued marks err, a round trip that started with left of its deadline,
 // as the client's queue's fault rather than Redis's when it ran out of
 // time having been given less than half the store's timeout: the rest was
-// spent queued in the client (its pool, the batch queue, the
-// autopipeliner) under load, which must not open the circuit.
+// spent queued in the client (its pool, the batch queue) under load, which must not open the circuit.
 func (s *Store) queued(left time.Duration, err error) error {
 	if left < s.cfg.timeout/2 && errors.Is(err, context.DeadlineExceeded) {
 		return errQueued{err}
@@ -366,38 +344,6 @@ func pause(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-t.C:
 		return true
-	}
-}
-
-// boundedRoundTrip is roundTrip for go-redis's autopipeliner, whose
-// blocking face (v9.22 and later) waits for a batch's reply past the caller's
-// deadline (measured: 2s behind a 2s-delaying proxy with a 50ms timeout;
-// its reader is bounded by the client's ReadTimeout, not the context).
-// The call runs aside and the caller stops waiting at the deadline; Close
-// waits for the calls still aside.
-func (s *Store) boundedRoundTrip(ctx, caller context.Context, cmd []any) (replyReader, error) {
-	type reply struct {
-		r   replyReader
-		err error
-	}
-	s.asideMu.Lock()
-	if s.asideClosed {
-		s.asideMu.Unlock()
-		return replyReader{}, limiter.ErrClosed
-	}
-	s.aside.Add(1)
-	s.asideMu.Unlock()
-	ch := make(chan reply, 1)
-	go func() {
-		defer s.aside.Done()
-		r, err := s.roundTrip(ctx, caller, cmd)
-		ch <- reply{r, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.r, r.err
-	case <-ctx.Done():
-		return replyReader{}, ctx.Err()
 	}
 }
 
@@ -514,24 +460,13 @@ func (s *Store) Stats() Stats {
 func (s *Store) CachedKeys() int { return s.cache.len() }
 
 // Close stops the store: later calls return limiter.ErrClosed. It waits
-// for batches in flight (each bounded by the timeout) and, under
-// AutoPipeline, for round trips whose callers have stopped waiting (each
-// bounded by the client's ReadTimeout), then closes its autopipeliner and
-// the fallback store: no goroutine of the store outlives Close. The client
+// for batches in flight (each bounded by the timeout), then closes the
+// fallback store: no goroutine of the store outlives Close. The client
 // is left to its owner. Close is idempotent.
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	if s.batch != nil {
 		s.batch.close()
-	}
-	s.asideMu.Lock()
-	s.asideClosed = true
-	s.asideMu.Unlock()
-	s.aside.Wait()
-	if ap, ok := s.run.(*redis.AutoPipeliner); ok {
-		if err := ap.Close(); err != nil {
-			return fmt.Errorf("redisstore: close autopipeline: %w", err)
-		}
 	}
 	if s.fallback != nil {
 		return s.fallback.Close()
