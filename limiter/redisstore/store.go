@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,9 +33,10 @@ type Store struct {
 	fbPolicies sync.Map             // *limiter.Policy → its policy at limit/divisor
 	fbCount    atomic.Int64         // entries in fbPolicies, at most maxCachedPolicies
 
-	// gate holds at most the client's pool size of Plain round trips: a
-	// decision waits here, outside the breaker, rather than in the pool,
-	// where running out of time would look like Redis failing.
+	// gate holds at most as many Plain round trips as the client's pools
+	// hold connections (poolSize): a decision waits here, outside the
+	// breaker, rather than in a pool, where running out of time would
+	// look like Redis failing.
 	gate chan struct{}
 
 	// replyHook, when set by a test, runs between a decision's round trip
@@ -120,8 +122,8 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.batch = newSlotBatcher(s, cluster)
 	case s.path == pathBatch:
 		s.batch = newBatcher(s, single)
-	case isSingle && single.Options().PoolSize > 0:
-		s.gate = make(chan struct{}, single.Options().PoolSize)
+	case poolSize(client) > 0:
+		s.gate = make(chan struct{}, poolSize(client))
 	}
 	if cfg.failure == FailLocal {
 		fb, err := limiter.NewMemoryStore()
@@ -131,6 +133,32 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.fallback = fb
 	}
 	return s, nil
+}
+
+// poolSize returns how many connections client's pools hold in all, for
+// the gate of its Plain round trips: a *redis.Client's pool, or a Ring's
+// pool per shard (RingOptions.PoolSize, or go-redis's default of 10 per
+// GOMAXPROCS) times its shards at New; 0 for other clients (no gate).
+//
+// A Ring's gate counts all its shards' connections, not each shard's:
+// a gate per shard would need the shard of each key, which go-redis
+// picks by its own hash over the shards it currently thinks live, and
+// does not export. With the load spread over the shards the total is
+// what they can carry; a hot shard may still make decisions wait in its
+// own pool (up to the other shards' share of the gate).
+func poolSize(client redis.UniversalClient) int {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().PoolSize // defaulted by redis.NewClient
+	case *redis.Ring:
+		o := c.Options()
+		per := o.PoolSize
+		if per <= 0 {
+			per = 10 * runtime.GOMAXPROCS(0) // as redis.Options does for each shard
+		}
+		return per * len(o.Addrs)
+	}
+	return 0
 }
 
 // checkContextTimeout refuses a client whose socket reads would outlast the
