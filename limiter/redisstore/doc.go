@@ -67,7 +67,9 @@
 // store at limit/N. A circuit breaker stops calls to a Redis that keeps
 // failing, and lets one probe through after a while: the store recovers
 // by itself when Redis is back. Each change of health is reported to the
-// observer (WithObserver).
+// observer (WithObserver). Time a decision spends queued under load (in
+// the batch queue; on a Ring, for one of its shards' pooled connections)
+// is not counted as Redis failing.
 //
 // A decision that timed out or whose context ended may still have been
 // charged: the script may have run in Redis, only its reply given up on.
