@@ -22,11 +22,11 @@ import (
 func TestNothingOutlivesClose(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		client func(addr string) redis.UniversalClient
+		client func(t *testing.T, addr string) redis.UniversalClient
 		want   path
 	}{
-		{"batch_client", func(addr string) redis.UniversalClient { return redistest.Client(t, addr) }, pathBatch},
-		{"plain_ring", func(addr string) redis.UniversalClient {
+		{"batch_client", func(t *testing.T, addr string) redis.UniversalClient { return redistest.Client(t, addr) }, pathBatch},
+		{"plain_ring", func(t *testing.T, addr string) redis.UniversalClient {
 			r := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}, ContextTimeoutEnabled: true})
 			t.Cleanup(func() { r.Close() })
 			return r
@@ -34,7 +34,7 @@ func TestNothingOutlivesClose(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			proxy := redistest.StartProxy(t, redistest.SharedAddr)
-			c := tc.client(proxy.Addr())
+			c := tc.client(t, proxy.Addr())
 			if err := c.Ping(context.Background()).Err(); err != nil {
 				t.Fatal(err)
 			}
