@@ -14,9 +14,9 @@ import (
 // (under Batch, a whole batch) twice. go-redis retries commands after
 // network errors (MaxRetries, 3 by default; a Cluster client within
 // MaxRedirects) except those whose NoRetry reports true: the client's
-// process loop, its pipelines, the Cluster client and the autopipeliner
-// all check it. So every script call is one of the two command types
-// below, and the client's retries stay on for everything else it sends.
+// process loop, its pipelines and the Cluster client all check it. So
+// every script call is one of the two command types below, and the
+// client's retries stay on for everything else it sends.
 // A Cluster client still follows MOVED and ASK for them: a redirected
 // script ran nowhere.
 
@@ -44,7 +44,7 @@ func (e serverError) Error() string { return string(e) }
 // RedisError marks serverError as a reply from the server.
 func (serverError) RedisError() {}
 
-// A processor sends a command: a client, or its autopipeliner.
+// A processor sends a command: a client.
 type processor interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
@@ -53,7 +53,6 @@ var (
 	_ processor = (*redis.Client)(nil)
 	_ processor = (*redis.ClusterClient)(nil)
 	_ processor = (*redis.Ring)(nil)
-	_ processor = (*redis.AutoPipeliner)(nil)
 )
 
 // eval runs the script through p, by EVALSHA and, when the server answers

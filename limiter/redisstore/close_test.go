@@ -13,23 +13,42 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestNothingOutlivesClose: under AutoPipeline a decision whose reply is
-// late (Redis 1 s away, a 50 ms timeout) returns at its deadline while
-// its round trip is still out; Close waits for it and closes the
-// autopipeliner, so no goroutine of the store is left once Close returns.
+// TestNothingOutlivesClose: a decision whose reply is late (Redis 1 s
+// away, a 50 ms timeout) returns at its deadline, on each path a user
+// gets: Batch on a single client, Plain on a Ring. Close waits for what
+// is still out, so no goroutine of the store is left once it returns.
 // The client (its pool) and the proxy are the test's, and outlive it.
+// Batch per slot on a Cluster is TestNothingOutlivesCloseClusterBatch.
 func TestNothingOutlivesClose(t *testing.T) {
-	proxy := redistest.StartProxy(t, redistest.SharedAddr)
-	c := redistest.Client(t, proxy.Addr())
-	if err := c.Ping(context.Background()).Err(); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name   string
+		client func(t *testing.T, addr string) redis.UniversalClient
+		want   path
+	}{
+		{"batch_client", func(t *testing.T, addr string) redis.UniversalClient { return redistest.Client(t, addr) }, pathBatch},
+		{"plain_ring", func(t *testing.T, addr string) redis.UniversalClient {
+			r := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}, ContextTimeoutEnabled: true})
+			t.Cleanup(func() { r.Close() })
+			return r
+		}, pathPlain},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proxy := redistest.StartProxy(t, redistest.SharedAddr)
+			c := tc.client(t, proxy.Addr())
+			if err := c.Ping(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			before := goleak.IgnoreCurrent()
+			s, err := New(c, WithPrefix(testPrefix(t)), WithTimeout(50*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.path != tc.want {
+				t.Fatalf("path %v, want %v", s.path, tc.want)
+			}
+			lateReplyThenClose(t, s, before, proxy.SetDelay)
+		})
 	}
-	before := goleak.IgnoreCurrent()
-	s, err := New(c, WithPrefix(testPrefix(t)), withPath(pathAutoPipeline), WithTimeout(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lateReplyThenClose(t, s, before, proxy.SetDelay)
 }
 
 // lateReplyThenClose decides once, then makes Redis 1 s late (delay) for

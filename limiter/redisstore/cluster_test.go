@@ -16,18 +16,11 @@ import (
 )
 
 // TestCluster runs the store on a three-master Redis Cluster started from
-// the redis-server binary, on the Cluster client's default path (Batch
-// per slot) and on AutoPipeline: layered windows of one client
-// share a slot (no CROSSSLOT), clients spread over every master, four
+// the redis-server binary, on the Cluster client's path (Batch per
+// slot): layered windows of one client share a slot (no CROSSSLOT), clients spread over every master, four
 // replicas share one limit, and a slot moved to another master mid-run
 // (MOVED) keeps its counts.
 func TestCluster(t *testing.T) {
-	for _, mode := range []path{pathByClient, pathAutoPipeline} {
-		t.Run(mode.String(), func(t *testing.T) { testCluster(t, mode) })
-	}
-}
-
-func testCluster(t *testing.T, mode path) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t)
 	p := limiter.MustPolicy("cluster", limiter.PerMinute(12), limiter.PerSecond(5))
@@ -36,7 +29,7 @@ func testCluster(t *testing.T, mode path) {
 	var ls []*limiter.Limiter
 	var stores []*Store
 	for range 4 {
-		s, err := New(cl.Client(t), WithPrefix(prefix), withPath(mode), WithTimeout(5*time.Second))
+		s, err := New(cl.Client(t), WithPrefix(prefix), WithTimeout(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +37,7 @@ func testCluster(t *testing.T, mode path) {
 		stores = append(stores, s)
 		ls = append(ls, newLimiter(t, p, s, clk))
 	}
-	if mode == pathByClient && (stores[0].path != pathBatch || stores[0].batch == nil || stores[0].batch.cluster == nil) {
+	if stores[0].path != pathBatch || stores[0].batch == nil || stores[0].batch.cluster == nil {
 		t.Fatalf("path %v on a Cluster client, want batch per slot", stores[0].path)
 	}
 	admin := cl.Client(t)
@@ -149,7 +142,7 @@ func TestClusterMigrationUnderLoad(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	admin := cl.Client(t)
 	p := limiter.MustPolicy("migrate", limiter.PerMinute(1<<30), limiter.PerHour(1<<30))
-	for _, mode := range []path{pathPlain, pathAutoPipeline, pathBatch} {
+	for _, mode := range []path{pathPlain, pathBatch} {
 		t.Run(mode.String(), func(t *testing.T) {
 			prefix := testPrefix(t)
 			clk := limitertest.New(t0)
@@ -277,7 +270,7 @@ func TestClusterTryAgain(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	admin := cl.Client(t)
 	p := limiter.MustPolicy("tryagain", limiter.PerMinute(100), limiter.PerHour(100))
-	for _, mode := range []path{pathAutoPipeline, pathPlain, pathBatch} {
+	for _, mode := range []path{pathPlain, pathBatch} {
 		t.Run(mode.String(), func(t *testing.T) {
 			s := newStore(t, cl.Client(t), withPath(mode))
 			l := newLimiter(t, p, s, limitertest.New(t0))

@@ -67,7 +67,9 @@
 // store at limit/N. A circuit breaker stops calls to a Redis that keeps
 // failing, and lets one probe through after a while: the store recovers
 // by itself when Redis is back. Each change of health is reported to the
-// observer (WithObserver).
+// observer (WithObserver). Time a decision spends queued under load (in
+// the batch queue; on a Ring, for one of its shards' pooled connections)
+// is not counted as Redis failing.
 //
 // A decision that timed out or whose context ended may still have been
 // charged: the script may have run in Redis, only its reply given up on.
@@ -104,14 +106,16 @@
 // each hold one slot's keys, the decisions that queue go out together
 // too: one script call per slot (decisions sharing a slot, a hot key's,
 // share it), all in one Cluster pipeline, which go-redis writes as one
-// pipeline per node, following MOVED and ASK. On a Ring (go-redis has no autopipeliner for it, and a batch
-// cannot span shards) each decision is one script call on the pool.
+// pipeline per node, following MOVED and ASK. On a Ring (a batch cannot
+// span its shards, and go-redis has no autopipeliner for it) each
+// decision is one script call on the pool.
 //
 // Measured on a shared 2-core machine, 64 concurrent callers, medians of
 // 6 runs (in bench/: go test -run '^$' -bench 'Admit|ClusterAdmit' -count 6
 // ./redis, see docs/performance.md): on one node, batching made 2.0 times
-// as many decisions per second as one call per decision through the
-// autopipeliner and 3.4 times as many as plain calls, with 0.09 Redis
+// as many decisions per second as one call per decision through
+// go-redis's autopipeliner (measured as a baseline; the store does not
+// use it) and 3.4 times as many as plain calls, with 0.09 Redis
 // commands per decision; on a three-master Cluster, batching per slot
 // made 1.3 to 1.4 times as many as the autopipeliner (1.6 to 1.9 times
 // the fastest peer's), which made 1.8 times as many as plain calls.

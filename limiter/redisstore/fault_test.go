@@ -183,7 +183,7 @@ func admitted(t *testing.T, l *limiter.Limiter, key string, n int, errs *[]error
 func TestSlowRedis(t *testing.T) {
 	const timeout = 50 * time.Millisecond
 	p := limiter.MustPolicy("slow", limiter.PerHour(1000))
-	for _, mode := range []path{pathBatch, pathPlain, pathAutoPipeline} {
+	for _, mode := range []path{pathBatch, pathPlain} {
 		for _, fp := range []FailurePolicy{FailClosed, FailOpen} {
 			t.Run(mode.String()+"/"+fp.String(), func(t *testing.T) {
 				proxy := redistest.StartProxy(t, redistest.SharedAddr)

@@ -18,7 +18,7 @@ import (
 // retries and redirects (the users' other commands keep them), and picks
 // one round-trip path per client kind: Batch where everything goes to one
 // server and, per slot, on a Cluster; Plain on a Ring (whose keys a batch
-// cannot span, and whose autopipeliner go-redis does not support).
+// cannot span).
 func TestNewKeepsClientsRetries(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -85,7 +85,7 @@ func chargedOnce(t *testing.T, l *limiter.Limiter, count func() int64, arm func(
 func TestLostReplyChargedOnce(t *testing.T) {
 	p := limiter.MustPolicy("lost", limiter.PerHour(100))
 	shared := sharedClient(t)
-	for _, mode := range []path{pathPlain, pathBatch, pathAutoPipeline} {
+	for _, mode := range []path{pathPlain, pathBatch} {
 		t.Run(mode.String(), func(t *testing.T) {
 			proxy := redistest.StartProxy(t, redistest.SharedAddr)
 			c := redistest.Client(t, proxy.Addr())
@@ -121,7 +121,7 @@ func TestLostReplyChargedOnce(t *testing.T) {
 			}
 		}
 		admin := cl.Client(t)
-		for _, mode := range []path{pathPlain, pathAutoPipeline, pathBatch} {
+		for _, mode := range []path{pathPlain, pathBatch} {
 			t.Run(mode.String(), func(t *testing.T) {
 				// The Cluster client re-sends a command after a network
 				// error within MaxRedirects (3 by default); its node

@@ -113,29 +113,23 @@ const (
 	pathBatch
 	// pathPlain sends one script call per decision on the client's pool.
 	pathPlain
-	// pathAutoPipeline sends one script call per decision through
-	// go-redis's blocking autopipeliner, which writes concurrent
-	// commands as one pipeline per node.
-	pathAutoPipeline
 )
 
-// String returns "batch", "plain" or "autopipeline".
+// String returns "batch" or "plain".
 func (p path) String() string {
 	switch p {
 	case pathBatch:
 		return "batch"
 	case pathPlain:
 		return "plain"
-	case pathAutoPipeline:
-		return "autopipeline"
 	}
 	return "by-client"
 }
 
 // pathFor returns the path for client: Batch on a *redis.Client (a
 // single node or a Sentinel failover client) and, per slot, on a
-// *redis.ClusterClient; Plain otherwise (a Ring, whose autopipeliner
-// go-redis does not support and whose shards a batch cannot span).
+// *redis.ClusterClient; Plain otherwise (a Ring, whose shards a batch
+// cannot span).
 func pathFor(client redis.UniversalClient) path {
 	switch client.(type) {
 	case *redis.Client:
@@ -260,7 +254,7 @@ func (c *config) validate() error {
 			ErrInvalidOption, c.breakerFailures, c.breakerOpen)
 	case c.cacheSize < 0:
 		return fmt.Errorf("%w: over-limit cache size %d must be ≥ 0", ErrInvalidOption, c.cacheSize)
-	case c.path > pathAutoPipeline:
+	case c.path > pathPlain:
 		return fmt.Errorf("%w: path %d", ErrInvalidOption, c.path)
 	case c.batchSize < 1 || c.batchSize > MaxBatchSize || c.batchInFlight < 1:
 		return fmt.Errorf("%w: batching needs size in [1, %d] and in-flight ≥ 1, got %d and %d",

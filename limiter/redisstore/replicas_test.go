@@ -59,7 +59,6 @@ func TestReplicasShareOneLimit(t *testing.T) {
 	}{
 		{"batch_app_clock", []Option{withPath(pathBatch)}, AppClock},
 		{"plain_app_clock", []Option{withPath(pathPlain)}, AppClock},
-		{"autopipeline_app_clock", []Option{withPath(pathAutoPipeline)}, AppClock},
 		{"batch_server_clock", []Option{withPath(pathBatch), WithClockSource(ServerClock)}, ServerClock},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

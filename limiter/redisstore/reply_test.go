@@ -47,7 +47,7 @@ func TestParseReplyRaw(t *testing.T) {
 }
 
 // TestParseReplyParsed reads replies as go-redis parses them (Plain,
-// AutoPipeline), with the same rules as the raw ones.
+// and Batch per slot on a Cluster), with the same rules as the raw ones.
 func TestParseReplyParsed(t *testing.T) {
 	one := func(int) int { return 1 }
 	tests := []struct {

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,26 +17,44 @@ import (
 
 // TestBreakerClosedAtSaturation: 96 callers without pause (bench/redis's
 // load is 64) on a healthy Redis, through a client whose pool is much
-// smaller than the load, so that decisions queue inside the client (its
-// pool, the batch queue, the autopipeliner). Time spent queued is not
-// Redis failing: the breaker stays closed, whatever the failure policy
-// answers for calls that run out of time in the queue.
+// smaller than the load, so that decisions queue (the batch queue; on a
+// Ring, the gate sized by its pools, outside the breaker). Time spent
+// queued is not Redis failing: the breaker stays closed, whatever the
+// failure policy answers for calls that run out of time in the queue.
 func TestBreakerClosedAtSaturation(t *testing.T) {
 	const callers = 96
 	p := limiter.MustPolicy("saturation", limiter.PerHour(1<<30))
-	for _, mode := range []path{pathBatch, pathPlain, pathAutoPipeline} {
-		t.Run(mode.String(), func(t *testing.T) {
+	// Each row's client sends to one proxy through a pool of 4.
+	rows := []struct {
+		name   string
+		client func(addr string) redis.UniversalClient
+		mode   path
+	}{
+		{"batch", func(addr string) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 4})
+		}, pathBatch},
+		// A Ring takes Plain: the path users get, with the gate sized by
+		// its one shard's pool.
+		{"ring", func(addr string) redis.UniversalClient {
+			return redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr},
+				ContextTimeoutEnabled: true, PoolSize: 4})
+		}, pathByClient},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
 			// Redis answers each command in about 10 ms (a distant
 			// network's round trip); 96 callers on 4 connections queue about
 			// 240 ms for one, beyond the 200 ms timeout, while every round
 			// trip itself takes a twentieth of it.
 			proxy := redistest.StartProxy(t, redistest.SharedAddr)
 			proxy.SetDelay(10 * time.Millisecond)
-			c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true,
-				PoolSize: 4})
+			c := row.client(proxy.Addr())
 			t.Cleanup(func() { c.Close() })
 			var ev events
-			s := newStore(t, c, withPath(mode), WithTimeout(200*time.Millisecond), WithObserver(ev.observe))
+			s := newStore(t, c, withPath(row.mode), WithTimeout(200*time.Millisecond), WithObserver(ev.observe))
+			if s.path == pathPlain && cap(s.gate) != 4 {
+				t.Fatalf("Plain on a pool of 4: gate of %d, want 4", cap(s.gate))
+			}
 			l := newLimiter(t, p, s, limitertest.New(t0))
 			// Dial the pool's connections first (each costs several round
 			// trips), as a running service has them.
@@ -71,12 +90,39 @@ func TestBreakerClosedAtSaturation(t *testing.T) {
 			stop.Store(true)
 			wg.Wait()
 			st := s.Stats()
-			t.Logf("%v: %+v", mode, st)
+			t.Logf("%s (%v): %+v", row.name, s.path, st)
 			if st.Decisions == 0 {
 				t.Fatal("no decision made by Redis")
 			}
 			if ev.has(Healthy, Unavailable) || s.Health() != Healthy {
 				t.Fatalf("healthy Redis at saturation: health %v, events %+v; want the breaker closed", s.Health(), ev.got)
+			}
+		})
+	}
+}
+
+// TestPoolSize: the gate of Plain round trips holds as many as the
+// client's pools hold connections: a single client's pool, a Ring's pool
+// per shard (go-redis's default when unset) times its shards.
+func TestPoolSize(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client redis.UniversalClient
+		want   int
+	}{
+		{"client", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", PoolSize: 4}), 4},
+		{"client_default", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), 10 * runtime.GOMAXPROCS(0)},
+		{"ring_one_shard", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}, PoolSize: 4}), 4},
+		{"ring_three_shards", redis.NewRing(&redis.RingOptions{PoolSize: 4,
+			Addrs: map[string]string{"a": "127.0.0.1:1", "b": "127.0.0.1:2", "c": "127.0.0.1:3"}}), 12},
+		{"ring_default", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1", "b": "127.0.0.1:2"}}),
+			2 * 10 * runtime.GOMAXPROCS(0)},
+		{"cluster", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer tc.client.Close()
+			if got := poolSize(tc.client); got != tc.want {
+				t.Fatalf("poolSize(%s) = %d, want %d", tc.name, got, tc.want)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +21,6 @@ import (
 // use. The zero Store is not usable; call New.
 type Store struct {
 	client  redis.UniversalClient
-	run     processor // the client, or its autopipeliner
 	cfg     config
 	keys    keyCache
 	cache   *overLimit
@@ -33,16 +33,11 @@ type Store struct {
 	fbPolicies sync.Map             // *limiter.Policy → its policy at limit/divisor
 	fbCount    atomic.Int64         // entries in fbPolicies, at most maxCachedPolicies
 
-	// gate holds at most the client's pool size of Plain round trips: a
-	// decision waits here, outside the breaker, rather than in the pool,
-	// where running out of time would look like Redis failing.
+	// gate holds at most as many Plain round trips as the client's pools
+	// hold connections (poolSize): a decision waits here, outside the
+	// breaker, rather than in a pool, where running out of time would
+	// look like Redis failing.
 	gate chan struct{}
-
-	// AutoPipeline: the round trips running aside (boundedRoundTrip),
-	// which Close waits for; asideClosed, under asideMu, stops new ones.
-	aside       sync.WaitGroup
-	asideMu     sync.Mutex
-	asideClosed bool
 
 	// replyHook, when set by a test, runs between a decision's round trip
 	// and its note in the over-limit cache.
@@ -106,7 +101,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if err := checkContextTimeout(client); err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, run: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == ServerClock)}
+	s := &Store{client: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == ServerClock)}
 	s.breaker = s.newBreaker()
 	s.leases = newLeases(cfg.lease, DefaultLeaseKeys, cfg.clock == ServerClock)
 	s.path = cfg.path
@@ -123,18 +118,12 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.path = pathPlain
 	}
 	switch {
-	case s.path == pathAutoPipeline:
-		ap, err := client.AutoPipeline()
-		if err != nil {
-			return nil, fmt.Errorf("redisstore: autopipeline: %w", err)
-		}
-		s.run = ap
 	case s.path == pathBatch && isCluster:
 		s.batch = newSlotBatcher(s, cluster)
 	case s.path == pathBatch:
 		s.batch = newBatcher(s, single)
-	case isSingle && single.Options().PoolSize > 0:
-		s.gate = make(chan struct{}, single.Options().PoolSize)
+	case poolSize(client) > 0:
+		s.gate = make(chan struct{}, poolSize(client))
 	}
 	if cfg.failure == FailLocal {
 		fb, err := limiter.NewMemoryStore()
@@ -144,6 +133,32 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.fallback = fb
 	}
 	return s, nil
+}
+
+// poolSize returns how many connections client's pools hold in all, for
+// the gate of its Plain round trips: a *redis.Client's pool, or a Ring's
+// pool per shard (RingOptions.PoolSize, or go-redis's default of 10 per
+// GOMAXPROCS) times its shards at New; 0 for other clients (no gate).
+//
+// A Ring's gate counts all its shards' connections, not each shard's:
+// a gate per shard would need the shard of each key, which go-redis
+// picks by its own hash over the shards it currently thinks live, and
+// does not export. With the load spread over the shards the total is
+// what they can carry; a hot shard may still make decisions wait in its
+// own pool (up to the other shards' share of the gate).
+func poolSize(client redis.UniversalClient) int {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().PoolSize // defaulted by redis.NewClient
+	case *redis.Ring:
+		o := c.Options()
+		per := o.PoolSize
+		if per <= 0 {
+			per = 10 * runtime.GOMAXPROCS(0) // as redis.Options does for each shard
+		}
+		return per * len(o.Addrs)
+	}
+	return 0
 }
 
 // checkContextTimeout refuses a client whose socket reads would outlast the
@@ -242,15 +257,7 @@ func (s *Store) single(tctx, caller context.Context, req *limiter.Request, want 
 	h := s.cfg.header(1)
 	cmd := scriptCommand(make([]any, 0, 3+n+headerArgs+requestArgs+2*n), keys)
 	cmd = appendArgs(append(cmd, h[:]...), req, pk, want)
-	var (
-		rr  replyReader
-		err error
-	)
-	if s.path == pathAutoPipeline {
-		rr, err = s.boundedRoundTrip(tctx, caller, cmd)
-	} else {
-		rr, err = s.roundTrip(tctx, caller, cmd)
-	}
+	rr, err := s.roundTrip(tctx, caller, cmd)
 	if err != nil {
 		return err
 	}
@@ -282,14 +289,14 @@ func (s *Store) roundTrip(ctx, caller context.Context, cmd []any) (replyReader, 
 	}
 	v, err := s.breaker.Execute(func() (any, error) {
 		left := timeLeft(ctx)
-		r, err := s.eval(ctx, s.run, cmd, false)
+		r, err := s.eval(ctx, s.client, cmd, false)
 		// go-redis follows MOVED and ASK; TRYAGAIN (a multi-key script
 		// mid-migration) it retries only for retryable commands. The
 		// script ran nowhere: send it again after a pause, as go-redis
 		// would.
 		for try := 1; isTryAgain(err) && try <= maxTryAgain &&
 			pause(ctx, time.Duration(try)*10*time.Millisecond); try++ {
-			r, err = s.eval(ctx, s.run, cmd, false)
+			r, err = s.eval(ctx, s.client, cmd, false)
 		}
 		if err != nil {
 			err = deadlineErr(ctx, err)
@@ -321,8 +328,7 @@ func timeLeft(ctx context.Context) time.Duration {
 // queued marks err, a round trip that started with left of its deadline,
 // as the client's queue's fault rather than Redis's when it ran out of
 // time having been given less than half the store's timeout: the rest was
-// spent queued in the client (its pool, the batch queue, the
-// autopipeliner) under load, which must not open the circuit.
+// spent queued in the client (its pool, the batch queue) under load, which must not open the circuit.
 func (s *Store) queued(left time.Duration, err error) error {
 	if left < s.cfg.timeout/2 && errors.Is(err, context.DeadlineExceeded) {
 		return errQueued{err}
@@ -366,38 +372,6 @@ func pause(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-t.C:
 		return true
-	}
-}
-
-// boundedRoundTrip is roundTrip for go-redis's autopipeliner, whose
-// blocking face (v9.22 and later) waits for a batch's reply past the caller's
-// deadline (measured: 2s behind a 2s-delaying proxy with a 50ms timeout;
-// its reader is bounded by the client's ReadTimeout, not the context).
-// The call runs aside and the caller stops waiting at the deadline; Close
-// waits for the calls still aside.
-func (s *Store) boundedRoundTrip(ctx, caller context.Context, cmd []any) (replyReader, error) {
-	type reply struct {
-		r   replyReader
-		err error
-	}
-	s.asideMu.Lock()
-	if s.asideClosed {
-		s.asideMu.Unlock()
-		return replyReader{}, limiter.ErrClosed
-	}
-	s.aside.Add(1)
-	s.asideMu.Unlock()
-	ch := make(chan reply, 1)
-	go func() {
-		defer s.aside.Done()
-		r, err := s.roundTrip(ctx, caller, cmd)
-		ch <- reply{r, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.r, r.err
-	case <-ctx.Done():
-		return replyReader{}, ctx.Err()
 	}
 }
 
@@ -514,24 +488,13 @@ func (s *Store) Stats() Stats {
 func (s *Store) CachedKeys() int { return s.cache.len() }
 
 // Close stops the store: later calls return limiter.ErrClosed. It waits
-// for batches in flight (each bounded by the timeout) and, under
-// AutoPipeline, for round trips whose callers have stopped waiting (each
-// bounded by the client's ReadTimeout), then closes its autopipeliner and
-// the fallback store: no goroutine of the store outlives Close. The client
+// for batches in flight (each bounded by the timeout), then closes the
+// fallback store: no goroutine of the store outlives Close. The client
 // is left to its owner. Close is idempotent.
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	if s.batch != nil {
 		s.batch.close()
-	}
-	s.asideMu.Lock()
-	s.asideClosed = true
-	s.asideMu.Unlock()
-	s.aside.Wait()
-	if ap, ok := s.run.(*redis.AutoPipeliner); ok {
-		if err := ap.Close(); err != nil {
-			return fmt.Errorf("redisstore: close autopipeline: %w", err)
-		}
 	}
 	if s.fallback != nil {
 		return s.fallback.Close()
