@@ -173,6 +173,10 @@ func checkContextTimeout(c redis.UniversalClient) error {
 		if !c.Options().ContextTimeoutEnabled {
 			return ErrContextTimeout
 		}
+	case *redis.Ring:
+		if !c.Options().ContextTimeoutEnabled {
+			return ErrContextTimeout
+		}
 	}
 	return nil
 }

@@ -18,6 +18,8 @@ func TestNewValidates(t *testing.T) {
 	c := sharedClient(t)
 	noCtx := redis.NewClient(&redis.Options{Addr: redistest.SharedAddr})
 	defer noCtx.Close()
+	noCtxRing := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": redistest.SharedAddr}})
+	defer noCtxRing.Close()
 	tests := []struct {
 		name   string
 		client redis.UniversalClient
@@ -26,6 +28,7 @@ func TestNewValidates(t *testing.T) {
 	}{
 		{"nil_client", nil, nil, ErrNilClient},
 		{"client_without_context_timeouts", noCtx, nil, ErrContextTimeout},
+		{"ring_without_context_timeouts", noCtxRing, nil, ErrContextTimeout},
 		{"brace_in_prefix", c, []Option{WithPrefix("a{b")}, ErrInvalidOption},
 		{"zero_timeout", c, []Option{WithTimeout(0)}, ErrInvalidOption},
 		{"sub_ms_margin", c, []Option{WithExpiryMargin(time.Microsecond)}, ErrInvalidOption},
