@@ -117,6 +117,8 @@
 // go-redis's autopipeliner (measured as a baseline; the store does not
 // use it) and 3.4 times as many as plain calls, with 0.09 Redis
 // commands per decision; on a three-master Cluster, batching per slot
-// made 1.3 to 1.4 times as many as the autopipeliner (1.6 to 1.9 times
-// the fastest peer's), which made 1.8 times as many as plain calls.
+// made 1.3 to 1.4 times as many as the autopipeliner, which made 1.8
+// times as many as plain calls. Against the fastest peer, in the run that
+// docs/performance.md reports: 2.6 times on one node, 1.4 times on a
+// Cluster.
 package redisstore
