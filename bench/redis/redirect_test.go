@@ -72,18 +72,18 @@ func TestClusterRedirects(t *testing.T) {
 		want(t, l, key, "second", 8)
 
 		from := cl.SlotOwner(t, int(slot))
-		moved := errorCount(t, from, "MOVED")
+		moved := redistest.ErrorCount(t, from, "MOVED")
 		cl.MoveSlot(t, int(slot), elsewhere(t, int(slot)))
 		want(t, l, key, "after MOVED", 7)
-		if n := errorCount(t, from, "MOVED"); n <= moved {
+		if n := redistest.ErrorCount(t, from, "MOVED"); n <= moved {
 			t.Fatalf("%s: MOVED replies %d before, %d after; want more", from, moved, n)
 		}
 
 		from = cl.SlotOwner(t, int(slot))
-		ask := errorCount(t, from, "ASK")
+		ask := redistest.ErrorCount(t, from, "ASK")
 		finish := cl.BeginMove(t, int(slot), elsewhere(t, int(slot)))
 		want(t, l, key, "during migration (ASK)", 6)
-		if n := errorCount(t, from, "ASK"); n <= ask {
+		if n := redistest.ErrorCount(t, from, "ASK"); n <= ask {
 			t.Fatalf("%s: ASK replies %d before, %d after; want more", from, ask, n)
 		}
 		finish()
@@ -103,21 +103,4 @@ func TestClusterRedirects(t *testing.T) {
 			t.Fatalf("after MOVED with MaxRedirects -1: got %v, want a MOVED error", err)
 		}
 	})
-}
-
-// errorCount returns how many times the node at addr has replied with the
-// error prefix (MOVED, ASK) since it started.
-func errorCount(t *testing.T, addr, prefix string) int {
-	t.Helper()
-	info, err := redistest.Client(t, addr).Info(context.Background(), "errorstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "errorstat_"+prefix+":count="); ok {
-			n, _ := strconv.Atoi(v)
-			return n
-		}
-	}
-	return 0
 }

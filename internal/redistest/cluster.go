@@ -189,3 +189,21 @@ func (c *Cluster) BeginMove(t testing.TB, slot, to int) (finish func()) {
 		dc.Close()
 	}
 }
+
+// ErrorCount returns how many times the server at addr has replied with
+// the error prefix (MOVED, ASK, TRYAGAIN) since it started, from its INFO
+// errorstats.
+func ErrorCount(t testing.TB, addr, prefix string) int {
+	t.Helper()
+	info, err := Client(t, addr).Info(context.Background(), "errorstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "errorstat_"+prefix+":count="); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
+}

@@ -304,7 +304,7 @@ func TestClusterTryAgain(t *testing.T) {
 			do(dc, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
 			do(sc, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
 			do(sc, "MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS", k0) // k1 stays: split
-			tryAgain := errorCount(t, src.Addr(), "TRYAGAIN")
+			tryAgain := redistest.ErrorCount(t, src.Addr(), "TRYAGAIN")
 			moved := make(chan struct{})
 			go func() {
 				defer close(moved)
@@ -316,7 +316,7 @@ func TestClusterTryAgain(t *testing.T) {
 			if err != nil || !d.Allowed {
 				t.Fatalf("during the split migration: %+v, %v; want admitted", d, err)
 			}
-			if n := errorCount(t, src.Addr(), "TRYAGAIN"); n <= tryAgain {
+			if n := redistest.ErrorCount(t, src.Addr(), "TRYAGAIN"); n <= tryAgain {
 				t.Fatalf("the source answered no TRYAGAIN (%d before, %d after): the test proved nothing", tryAgain, n)
 			}
 			for _, n := range cl.Nodes {
@@ -329,21 +329,4 @@ func TestClusterTryAgain(t *testing.T) {
 			}
 		})
 	}
-}
-
-// errorCount returns how many times the node at addr has replied with the
-// error prefix (MOVED, ASK, TRYAGAIN) since it started.
-func errorCount(t *testing.T, addr, prefix string) int {
-	t.Helper()
-	info, err := redistest.Client(t, addr).Info(context.Background(), "errorstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "errorstat_"+prefix+":count="); ok {
-			n, _ := strconv.Atoi(v)
-			return n
-		}
-	}
-	return 0
 }
