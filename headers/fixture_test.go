@@ -8,7 +8,6 @@ import (
 
 	"github.com/fixedwindow/ratelimit/internal/testfixture"
 	"github.com/fixedwindow/ratelimit/limiter"
-	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // TestSharedHeaderScenarios writes the last decision of each scenario of
@@ -16,17 +15,11 @@ import (
 // and compares the status and headers with the file's.
 func TestSharedHeaderScenarios(t *testing.T) {
 	testfixture.EachHeaderScenario(t, func(t *testing.T, file string, sc *testfixture.HeaderScenario) {
-		var rates []limiter.Rate
-		for _, r := range sc.Rates {
-			rates = append(rates, limiter.Rate{Limit: r.Limit, Window: r.Window})
-		}
-		clk := limitertest.New(sc.Start)
-		l, err := limiter.New(limiter.MustPolicy(sc.Policy, rates...), limiter.WithClock(clk))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		var d limiter.Decision
+		l := sc.Limiter(t)
+		var (
+			d   limiter.Decision
+			err error
+		)
 		for range sc.Requests {
 			if d, err = l.Allow(context.Background(), "client", 1); err != nil {
 				t.Fatal(err)

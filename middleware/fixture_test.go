@@ -7,8 +7,6 @@ import (
 
 	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/internal/testfixture"
-	"github.com/fixedwindow/ratelimit/limiter"
-	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
 
@@ -19,16 +17,7 @@ import (
 // sees is what the Writer writes.
 func TestSharedHeaderScenarios(t *testing.T) {
 	testfixture.EachHeaderScenario(t, func(t *testing.T, file string, sc *testfixture.HeaderScenario) {
-		var rates []limiter.Rate
-		for _, r := range sc.Rates {
-			rates = append(rates, limiter.Rate{Limit: r.Limit, Window: r.Window})
-		}
-		clk := limitertest.New(sc.Start)
-		l, err := limiter.New(limiter.MustPolicy(sc.Policy, rates...), limiter.WithClock(clk))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		l := sc.Limiter(t)
 		var hopts []headers.Option // the limiter's clock dates its decisions
 		if sc.Draft {
 			hopts = append(hopts, headers.WithDraftHeaders())

@@ -8,7 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // A HeaderScenario is a file of testdata/headers: a policy, requests made
@@ -153,4 +157,25 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Limiter returns a limiter on the scenario's policy, with its rates in the
+// file's order, on a settable clock that reads the scenario's start. It is
+// closed when t ends.
+func (sc *HeaderScenario) Limiter(t testing.TB) *limiter.Limiter {
+	t.Helper()
+	rates := make([]limiter.Rate, 0, len(sc.Rates))
+	for _, r := range sc.Rates {
+		rates = append(rates, limiter.Rate{Limit: r.Limit, Window: r.Window})
+	}
+	p, err := limiter.NewPolicy(sc.Policy, rates...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := limiter.New(p, limiter.WithClock(limitertest.New(sc.Start)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
 }
