@@ -24,10 +24,7 @@ func batchRun(b *testing.B, c goredis.UniversalClient, h *counter, g, per int, f
 	b.SetParallelism(g / 2)
 	b.ReportAllocs()
 	var seq atomic.Int64
-	cpu0, srv0 := cpuTime(b), serverCPU(b, c)
-	before := h.n.Load()
-	b.ResetTimer()
-	start := time.Now()
+	m := startMeter(b, c, h)
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
 		i := int(seq.Add(1)) * 7919
@@ -47,14 +44,7 @@ func batchRun(b *testing.B, c goredis.UniversalClient, h *counter, g, per int, f
 			_ = flush(ctx, keys)
 		}
 	})
-	el := time.Since(start)
-	b.StopTimer()
-	after := h.n.Load()
-	cpu1, srv1 := cpuTime(b), serverCPU(b, c)
-	b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "client-cpu-ns/op")
-	b.ReportMetric(float64(srv1-srv0)/float64(b.N), "server-cpu-ns/op")
-	b.ReportMetric(float64(b.N)/el.Seconds(), "decisions/s")
-	b.ReportMetric(float64(after-before)/float64(b.N), "redis-cmds/op")
+	m.report(b)
 }
 
 // BenchmarkScriptCeiling estimates, on a three-master Cluster it starts,

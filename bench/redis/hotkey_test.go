@@ -12,7 +12,6 @@ import (
 
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/redisstore"
-	"github.com/go-redis/redis_rate/v10"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -28,17 +27,7 @@ const (
 // trips on a single node), the store's default (Batch), and the store
 // with leases.
 var hotContenders = []contender{
-	{"redis_rate", func(b *testing.B, c goredis.UniversalClient, limit int64) func(context.Context, string) (bool, error) {
-		l := redis_rate.NewLimiter(c)
-		lim := redis_rate.PerHour(int(limit))
-		return func(ctx context.Context, key string) (bool, error) {
-			r, err := l.Allow(ctx, key, lim)
-			if err != nil {
-				return false, err
-			}
-			return r.Allowed > 0, nil
-		}
-	}},
+	{"redis_rate", redisRate},
 	{"fixedwindow_batch", replica()},
 	{"fixedwindow_lease", replica(redisstore.WithLeases(redisstore.DefaultLeaseHorizon, redisstore.DefaultLeaseDivisor))},
 }

@@ -138,10 +138,7 @@ func run(b *testing.B, c goredis.UniversalClient, h *counter, decide func(ctx co
 	b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ReportAllocs()
 	var seq atomic.Int64
-	cpu0, srv0 := cpuTime(b), serverCPU(b, c)
-	before := h.n.Load() // after INFO, which the hook counts too
-	b.ResetTimer()
-	start := time.Now()
+	m := startMeter(b, c, h)
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
 		i := int(seq.Add(1)) * 7919
@@ -153,14 +150,42 @@ func run(b *testing.B, c goredis.UniversalClient, h *counter, decide func(ctx co
 			}
 		}
 	})
-	el := time.Since(start)
+	m.report(b)
+}
+
+// A meter holds what a run reads before it starts: this process's and
+// the Redis servers' CPU time, the commands the client has sent, and the
+// instant the timed part began.
+type meter struct {
+	c          goredis.UniversalClient
+	h          *counter
+	cpu0, srv0 time.Duration
+	before     int64
+	start      time.Time
+}
+
+// startMeter reads the counters and starts the benchmark's timer.
+func startMeter(b *testing.B, c goredis.UniversalClient, h *counter) meter {
+	m := meter{c: c, h: h}
+	m.cpu0, m.srv0 = cpuTime(b), serverCPU(b, c)
+	m.before = h.n.Load() // after INFO, which the hook counts too
+	b.ResetTimer()
+	m.start = time.Now()
+	return m
+}
+
+// report stops the timer and reports decisions/s, commands per decision,
+// and the CPU time per decision of this process and of the Redis servers
+// (which includes any other client of theirs).
+func (m meter) report(b *testing.B) {
+	el := time.Since(m.start)
 	b.StopTimer()
-	after := h.n.Load()
-	cpu1, srv1 := cpuTime(b), serverCPU(b, c)
-	b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "client-cpu-ns/op")
-	b.ReportMetric(float64(srv1-srv0)/float64(b.N), "server-cpu-ns/op")
+	after := m.h.n.Load()
+	cpu1, srv1 := cpuTime(b), serverCPU(b, m.c)
+	b.ReportMetric(float64(cpu1-m.cpu0)/float64(b.N), "client-cpu-ns/op")
+	b.ReportMetric(float64(srv1-m.srv0)/float64(b.N), "server-cpu-ns/op")
 	b.ReportMetric(float64(b.N)/el.Seconds(), "decisions/s")
-	b.ReportMetric(float64(after-before)/float64(b.N), "redis-cmds/op")
+	b.ReportMetric(float64(after-m.before)/float64(b.N), "redis-cmds/op")
 }
 
 func keyNames(prefix string) []string {
@@ -200,19 +225,22 @@ func ours(b *testing.B, c goredis.UniversalClient, limit int64) func(context.Con
 	}
 }
 
+// redisRate is go-redis/redis_rate, one script call per decision.
+func redisRate(b *testing.B, c goredis.UniversalClient, limit int64) func(context.Context, string) (bool, error) {
+	l := redis_rate.NewLimiter(c)
+	lim := redis_rate.PerHour(int(limit))
+	return func(ctx context.Context, key string) (bool, error) {
+		r, err := l.Allow(ctx, key, lim)
+		if err != nil {
+			return false, err
+		}
+		return r.Allowed > 0, nil
+	}
+}
+
 var contenders = []contender{
 	{"fixedwindow", ours},
-	{"redis_rate", func(b *testing.B, c goredis.UniversalClient, limit int64) func(context.Context, string) (bool, error) {
-		l := redis_rate.NewLimiter(c)
-		lim := redis_rate.PerHour(int(limit))
-		return func(ctx context.Context, key string) (bool, error) {
-			r, err := l.Allow(ctx, key, lim)
-			if err != nil {
-				return false, err
-			}
-			return r.Allowed > 0, nil
-		}
-	}},
+	{"redis_rate", redisRate},
 	{"ulule", func(b *testing.B, c goredis.UniversalClient, limit int64) func(context.Context, string) (bool, error) {
 		st, err := ululeredis.NewStoreWithOptions(c, ulule.StoreOptions{Prefix: "bench-ulule-" + strconv.FormatInt(time.Now().UnixNano(), 36)})
 		if err != nil {
