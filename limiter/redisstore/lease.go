@@ -105,6 +105,7 @@ type leaseEntry struct {
 	known      bool
 	ids        [limiter.MaxWindows]int64 // the windows' ids
 	offset     int64                     // ServerClock: Redis's ms = t + offset
+	first      int64                     // ServerClock: the span's start, Redis's ms
 	held       int64                     // units leased and not yet spent, in the span
 
 	// Demand: cost asked of this replica since the instant since.
@@ -242,7 +243,11 @@ func (l *leases) spend(e *leaseEntry, req *limiter.Request, t int64) (d limiter.
 	e.held -= req.Cost
 	now := req.Now
 	if l.server {
-		now = time.UnixMilli(t + e.offset)
+		// A request that read the monotonic clock before the lease
+		// request it waited for maps to before the grant, perhaps into
+		// the window before; it is decided from the lease, so in the
+		// lease's window.
+		now = time.UnixMilli(max(t+e.offset, e.first))
 	}
 	var prior [limiter.MaxWindows]limiter.State
 	p := req.Policy
@@ -319,6 +324,7 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 		ids[i], start, end = id, max(start, s), min(end, e)
 	}
 	var offset int64
+	first := start
 	if l.server {
 		// t was read before the round trip, so t + offset runs ahead of
 		// Redis's clock by the time the request took to reach Redis: the
@@ -338,7 +344,7 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 		e.held += r.granted
 	case !e.known || end > e.end:
 		// A newer span: what was held in the old one has ended.
-		e.start, e.end, e.ids, e.offset, e.held, e.known = start, end, ids, offset, r.granted, true
+		e.start, e.end, e.ids, e.offset, e.first, e.held, e.known = start, end, ids, offset, first, r.granted, true
 	}
 	// A reply from an older span (a late one) leaves its grant stranded.
 }

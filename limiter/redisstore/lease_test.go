@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,55 @@ func TestLeaseWantGrows(t *testing.T) {
 				t.Fatalf("want(seen %d since %d end %d, t %d): got %d, want %d", tc.seen, tc.since, tc.end, tc.t, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestLeaseServerClockDatesInItsWindow: under ServerClock a request
+// that read the monotonic clock before the lease request it waited for
+// is decided from that lease, and so in the lease's window: dated no
+// earlier than the window's start, with the window's Remaining and reset.
+// (Dated by its own early reading, it landed in the window before, where
+// its lease's count looks empty: Remaining the whole limit, and CI's
+// per-window tally one over.)
+func TestLeaseServerClockDatesInItsWindow(t *testing.T) {
+	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 10}, 64, true)
+	var mono time.Duration
+	l.mono = func() time.Duration { return mono }
+	p := limiter.MustPolicy("dated", limiter.PerSecond(100)) // cap 10
+	ctx := context.Background()
+	req := limiter.Request{Key: "k", Policy: p, Cost: 1}
+	// A request before, so the next asks for a lease.
+	if _, tk, ok, err := l.take(ctx, &req); ok || err != nil || tk.want != 0 {
+		t.Fatalf("first request: got ticket %+v ok %v, %v; want no lease asked for", tk, ok, err)
+	}
+	mono = time.Millisecond
+	_, lender, ok, err := l.take(ctx, &req)
+	if ok || err != nil || lender.want == 0 || lender.ch == nil {
+		t.Fatalf("lease request: got ticket %+v ok %v, %v; want a lease asked for", lender, ok, err)
+	}
+	// Redis answered at the first millisecond of window 1796119235, with
+	// 2 granted beside the request's own unit.
+	const windowStart = 1796119235000
+	r := &result{allowed: true, at: windowStart, granted: 2}
+	r.counts[0] = 0
+	// The waiter read the clock 1 ms before the lender.
+	early := lender
+	early.t, early.ch = 0, nil
+	l.settle(&lender, &req, r, time.UnixMilli(windowStart), true)
+	sh := &l.shards[maphash.String(l.seed, "k")%olShards]
+	e := sh.m[olKey{p, "k"}]
+	d, ok := l.spend(e, &req, early.t)
+	if !ok {
+		t.Fatal("waiter not decided from the lease")
+	}
+	if got := d.DecidedAt().UnixMilli(); got < windowStart {
+		t.Fatalf("DecidedAt %d, before the lease's window starting at %d", got, windowStart)
+	}
+	if d.Remaining > 100-2 {
+		t.Fatalf("Remaining %d, but the window has at most %d left", d.Remaining, 100-2)
+	}
+	if want := time.UnixMilli(windowStart + 1000); !d.ResetAt.Equal(want) {
+		t.Fatalf("ResetAt %v, want the lease window's end %v", d.ResetAt, want)
 	}
 }
 
