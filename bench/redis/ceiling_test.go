@@ -55,7 +55,7 @@ func batchRun(b *testing.B, c goredis.UniversalClient, h *counter, g, per int, f
 // ClusterClient.Pipeline (go-redis splits it per node); and per decisions
 // of one hash tag (a hot key's) in one script call, as a per-slot Batch
 // would send them. fixedwindow is the store with its defaults (Batch per
-// slot on a Cluster client) in the same run, for scale. Its name leaves it out of -bench Cluster.
+// node on a Cluster client) in the same run, for scale. Its name leaves it out of -bench Cluster.
 func BenchmarkScriptCeiling(b *testing.B) {
 	cl := redistest.StartCluster(b)
 	tagged := func(p string) []string {

@@ -203,7 +203,7 @@ type contender struct {
 }
 
 // ours is the store with its defaults, on the path it picks for the
-// client's kind: Batch on a *redis.Client, Batch per slot on a Cluster
+// client's kind: Batch on a *redis.Client, Batch per node on a Cluster
 // client, Plain on a Ring.
 func ours(b *testing.B, c goredis.UniversalClient, limit int64) func(context.Context, string) (bool, error) {
 	// The peers have no deadline but go-redis's 3s read timeout; the

@@ -19,7 +19,7 @@ import (
 type batcher struct {
 	s        *Store
 	client   *redis.Client        // a single node; nil on a Cluster
-	cluster  *redis.ClusterClient // Batch per slot (clusterbatch.go)
+	cluster  *redis.ClusterClient // Batch per node (clusterbatch.go)
 	mu       sync.Mutex
 	queue    []*call
 	running  int
@@ -152,7 +152,7 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 	if b.cluster != nil {
 		return b.sendSlots(live, deadline, keys, args, res, nwin)
 	}
-	keys, args, nwin = b.command(live, keys, args, nwin)
+	keys, args, nwin = b.command(live, keys, args, nwin, false)
 	res = append(res, make([]result, len(live))...)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	r, err := b.eval(ctx, args)
@@ -163,8 +163,10 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 }
 
 // command appends the script call deciding calls, in order, to args (its
-// keys to keys, each call's number of windows to nwin).
-func (b *batcher) command(calls []*call, keys []string, args []any, nwin []int) ([]string, []any, []int) {
+// keys to keys, each call's number of windows to nwin). A node call
+// (clusterbatch.go) declares its first key alone, which routes it, and
+// passes every key in the arguments.
+func (b *batcher) command(calls []*call, keys []string, args []any, nwin []int, node bool) ([]string, []any, []int) {
 	s := b.s
 	first := len(keys)
 	for _, c := range calls {
@@ -174,9 +176,19 @@ func (b *batcher) command(calls []*call, keys []string, args []any, nwin []int) 
 		nwin = append(nwin, n)
 	}
 	// The command: EVALSHA hash numkeys keys... header... requests...
-	args = scriptCommand(args, keys[first:])
-	h := s.cfg.header(len(calls))
-	args = append(args, h[:]...)
+	// or for a node call EVALSHA hash 1 key header... keys... requests...
+	if node {
+		args = scriptCommand(args, keys[first:first+1])
+		h := s.cfg.header(len(calls), len(keys)-first)
+		args = append(args, h[:]...)
+		for _, k := range keys[first:] {
+			args = append(args, k)
+		}
+	} else {
+		args = scriptCommand(args, keys[first:])
+		h := s.cfg.header(len(calls), 0)
+		args = append(args, h[:]...)
+	}
 	for _, c := range calls {
 		args = appendArgs(args, &c.req, s.keys.get(c.req.Policy), c.want)
 	}
@@ -188,7 +200,7 @@ func (b *batcher) command(calls []*call, keys []string, args []any, nwin []int) 
 // room for their results.
 func (b *batcher) deliver(calls []*call, r *replyReader, err error, nwin []int, res []result) {
 	if err == nil {
-		err = parseReply(r, func(i int) int { return nwin[i] }, res)
+		err = parseReply(r, func(i int) int { return nwin[i] }, res, false)
 	}
 	for i, c := range calls {
 		if err == nil {

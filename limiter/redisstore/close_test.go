@@ -18,7 +18,7 @@ import (
 // gets: Batch on a single client, Plain on a Ring. Close waits for what
 // is still out, so no goroutine of the store is left once it returns.
 // The client (its pool) and the proxy are the test's, and outlive it.
-// Batch per slot on a Cluster is TestNothingOutlivesCloseClusterBatch.
+// Batch per node on a Cluster is TestNothingOutlivesCloseClusterBatch.
 func TestNothingOutlivesClose(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -134,5 +135,185 @@ func TestCorruptKeyAloneInClusterBatch(t *testing.T) {
 	}
 	if st := s.Stats(); st.RoundTrips != 2 {
 		t.Errorf("%d script calls for two slots, want 2", st.RoundTrips)
+	}
+}
+
+// keysOnNode returns n client keys in distinct slots that the master at
+// addr serves, none in a slot of avoid.
+func keysOnNode(t *testing.T, cl *redistest.Cluster, c *redis.ClusterClient, addr string, n int, avoid ...string) []string {
+	t.Helper()
+	ctx := context.Background()
+	used := map[uint16]bool{}
+	for _, k := range avoid {
+		used[requestSlot(k)] = true
+	}
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
+		k := fmt.Sprintf("node-%d", i)
+		if used[requestSlot(k)] {
+			continue
+		}
+		m, err := c.MasterForKey(ctx, tag(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Options().Addr == addr {
+			used[requestSlot(k)] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// TestClusterNodeCall: a round's decisions over many slots go out as one
+// script call per node (slots served by one master share it), each
+// decision still gets its own answer and is charged once, and a corrupt
+// count in one slot refuses only its own key's decisions in the shared
+// call.
+func TestClusterNodeCall(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t)
+	admin := cl.Client(t)
+	p := limiter.MustPolicy("nodecall", limiter.PerMinute(3), limiter.PerHour(100))
+	s := newStore(t, cl.Client(t), WithOverLimitCache(0))
+	var reqs []limiter.Request
+	var keys []string
+	for _, n := range cl.Nodes {
+		keys = append(keys, keysOnNode(t, cl, admin, n.Addr(), 3)...)
+	}
+	bad := keys[1] // shares its node with keys[0] and keys[2]
+	writeCount(t, admin, AppClock, keyOf(s, bad, p, 1, t0), "7.5")
+	if err := admin.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		return n.ScriptLoad(ctx, takeSource).Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Every key four times, interleaved: the fourth is over 3 per minute.
+	for range 4 {
+		for _, k := range keys {
+			reqs = append(reqs, limiter.Request{Key: k, Policy: p, Now: t0, Cost: 1})
+		}
+	}
+	calls := sendTogether(t, s, reqs)
+	seen := map[string]int{}
+	for i, c := range calls {
+		k := c.req.Key
+		want := k != bad && seen[k] < 3
+		seen[k]++
+		if c.err != nil || c.res.allowed != want || c.res.elsewhere {
+			t.Errorf("request %d (%s, its %d.): %+v, %v; want allowed=%v, no error", i, k, seen[k], c.res, c.err, want)
+		}
+		if want && c.res.counts[0] != int64(seen[k]-1) {
+			t.Errorf("request %d (%s): found %d in the minute, want %d", i, k, c.res.counts[0], seen[k]-1)
+		}
+	}
+	for _, k := range keys {
+		want := "3"
+		if k == bad {
+			continue
+		}
+		if got, err := admin.Get(ctx, keyOf(s, k, p, 0, t0)).Result(); err != nil || got != want {
+			t.Errorf("key %s holds %q, %v in the minute; want %s", k, got, err, want)
+		}
+	}
+	if got, err := admin.Get(ctx, keyOf(s, bad, p, 1, t0)).Result(); err != nil || got != "7.5" {
+		t.Errorf("corrupt key holds %q, %v; want it untouched", got, err)
+	}
+	if st := s.Stats(); st.RoundTrips != uint64(len(cl.Nodes)) {
+		t.Errorf("%d script calls for %d slots on %d masters, want one per master", st.RoundTrips, len(keys), len(cl.Nodes))
+	}
+}
+
+// TestClusterNodeCallSlotMoved: a client whose view of the Cluster is
+// stale sends a slot's decision in a node call to its old master. The
+// script finds its keys gone and charges it nothing there; it is sent
+// again on its own and follows the redirect (MOVED once the move is
+// done, ASK mid-migration), so it is charged exactly once, where the
+// slot now lives, and the decisions beside it in the node call are
+// charged once too.
+func TestClusterNodeCallSlotMoved(t *testing.T) {
+	type move struct {
+		name   string
+		finish bool // SETSLOT NODE done: MOVED; else ASK
+	}
+	for _, clock := range []ClockSource{AppClock, ServerClock} {
+		for _, tc := range []move{{"moved", true}, {"ask", false}} {
+			t.Run(clock.String()+"/"+tc.name, func(t *testing.T) { testNodeCallSlotMoved(t, clock, tc.finish) })
+		}
+	}
+}
+
+// testNodeCallSlotMoved is one row of TestClusterNodeCallSlotMoved: the
+// slot moved (finished) or mid-migration.
+func testNodeCallSlotMoved(t *testing.T, clock ClockSource, finished bool) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t)
+	admin := cl.Client(t)
+	p := limiter.MustPolicy("moved", limiter.PerMinute(10))
+	s := newStore(t, cl.Client(t), WithOverLimitCache(0), WithClockSource(clock))
+	if clock == ServerClock {
+		awaitServerWindow(t, admin, time.Minute)
+	}
+	keys := keysOnNode(t, cl, admin, cl.Nodes[0].Addr(), 3)
+	// The store learns the slots: one decision per key.
+	for _, k := range keys {
+		if d, err := s.Take(ctx, limiter.Request{Key: k, Policy: p, Now: t0, Cost: 1}); err != nil || !d.Allowed {
+			t.Fatalf("warm-up %s: %+v, %v", k, d, err)
+		}
+	}
+	// Loaded everywhere, so that no call is sent again after NOSCRIPT.
+	if err := admin.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		return n.ScriptLoad(ctx, takeSource).Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slot := int(requestSlot(keys[0]))
+	finish := cl.BeginMove(t, slot, 1)
+	if finished {
+		finish()
+	} else {
+		t.Cleanup(finish)
+	}
+	before := s.Stats()
+	var reqs []limiter.Request
+	for range 2 {
+		for _, k := range keys {
+			reqs = append(reqs, limiter.Request{Key: k, Policy: p, Now: t0, Cost: 1})
+		}
+	}
+	calls := sendTogether(t, s, reqs)
+	for i, c := range calls {
+		if c.err != nil || !c.res.allowed || c.res.elsewhere {
+			t.Fatalf("request %d (%s): %+v, %v; want admitted", i, c.req.Key, c.res, c.err)
+		}
+	}
+	for _, k := range keys {
+		get := admin.Get(ctx, keyOf(s, k, p, 0, t0))
+		if clock == ServerClock {
+			get = admin.HGet(ctx, keyOf(s, k, p, 0, t0), "c")
+		}
+		if got, err := get.Int64(); err != nil || got != 3 {
+			t.Errorf("key %s holds %d, %v; want 3: charged once per decision", k, got, err)
+		}
+	}
+	// ASKING: mid-migration the new master serves the slot's keys
+	// only to a client that says it was sent there.
+	conn := redistest.Client(t, cl.Nodes[1].Addr()).Conn()
+	defer conn.Close()
+	moved := keyOf(s, keys[0], p, 0, t0)
+	if err := conn.Do(ctx, "ASKING").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := conn.Exists(ctx, moved).Result(); err != nil || n != 1 {
+		t.Errorf("moved key on its new master: EXISTS %d, %v; want 1", n, err)
+	}
+	// One node call, then the moved slot's call (its redirect is
+	// go-redis's and not counted).
+	after := s.Stats()
+	if d := after.RoundTrips - before.RoundTrips; d != 2 {
+		t.Errorf("%d script calls, want 2: the node call and the moved slot's own", d)
+	}
+	if d := after.Resent - before.Resent; d != 2 {
+		t.Errorf("%d decisions sent again, want the moved key's 2", d)
 	}
 }

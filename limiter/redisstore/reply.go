@@ -85,8 +85,10 @@ func (r *replyReader) line(kind byte) (int64, error) {
 // parseReply splits the reply into the results of len(out) requests, the
 // i'th with windows(i) windows: Redis's TIME (seconds, microseconds), then
 // per request the verdict, the instant decided at and the count of each
-// window before the request.
-func parseReply(r *replyReader, windows func(i int) int, out []result) error {
+// window before the request. A verdict of -1 (a node call's request
+// whose keys were not on its node) sets elsewhere; only the reply of a
+// node call (node) may hold one.
+func parseReply(r *replyReader, windows func(i int) int, out []result, node bool) error {
 	total, err := r.array()
 	if err != nil {
 		return err
@@ -116,7 +118,11 @@ func parseReply(r *replyReader, windows func(i int) int, out []result) error {
 		if err != nil {
 			return err
 		}
+		if a < -1 || a == -1 && !node {
+			return fmt.Errorf("%w: verdict %d", ErrBadReply, a)
+		}
 		res.allowed, res.at, res.sec, res.usec, res.granted = a >= 1, at, sec, usec, max(0, a-1)
+		res.elsewhere = a == -1
 		for w := range windows(i) {
 			if res.counts[w], err = r.int(); err != nil {
 				return err

@@ -30,7 +30,7 @@ func TestParseReplyRaw(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := make([]result, tc.n)
-			err := parseReply(&replyReader{raw: []byte(tc.raw)}, one, out)
+			err := parseReply(&replyReader{raw: []byte(tc.raw)}, one, out, false)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("parseReply(%q): got error %v, want %v", tc.raw, err, tc.err)
 			}
@@ -47,29 +47,34 @@ func TestParseReplyRaw(t *testing.T) {
 }
 
 // TestParseReplyParsed reads replies as go-redis parses them (Plain,
-// and Batch per slot on a Cluster), with the same rules as the raw ones.
+// and Batch per node on a Cluster), with the same rules as the raw ones.
 func TestParseReplyParsed(t *testing.T) {
 	one := func(int) int { return 1 }
 	tests := []struct {
 		name   string
 		parsed any
 		n      int
+		node   bool // the reply of a node call
 		want   []result
 		err    error
 	}{
-		{"one_request", []any{int64(0), int64(0), int64(1), int64(1790000000000), int64(7)}, 1,
+		{"one_request", []any{int64(0), int64(0), int64(1), int64(1790000000000), int64(7)}, 1, false,
 			[]result{{allowed: true, at: 1790000000000, counts: [4]int64{7}}}, nil},
-		{"two_requests_negative_count", []any{int64(12), int64(345), int64(0), int64(5), int64(-1), int64(1), int64(6), int64(1 << 53)}, 2,
+		{"two_requests_negative_count", []any{int64(12), int64(345), int64(0), int64(5), int64(-1), int64(1), int64(6), int64(1 << 53)}, 2, false,
 			[]result{{at: 5, sec: 12, usec: 345, counts: [4]int64{-1}}, {allowed: true, at: 6, sec: 12, usec: 345, counts: [4]int64{1 << 53}}}, nil},
-		{"count_mismatch", []any{int64(0), int64(0), int64(1), int64(5)}, 1, nil, ErrBadReply},
-		{"not_an_array", int64(1), 1, nil, ErrBadReply},
-		{"nil", nil, 1, nil, ErrBadReply},
-		{"string_element", []any{int64(0), int64(0), "1", int64(5), int64(7)}, 1, nil, ErrBadReply},
+		{"count_mismatch", []any{int64(0), int64(0), int64(1), int64(5)}, 1, false, nil, ErrBadReply},
+		{"not_an_array", int64(1), 1, false, nil, ErrBadReply},
+		{"nil", nil, 1, false, nil, ErrBadReply},
+		{"string_element", []any{int64(0), int64(0), "1", int64(5), int64(7)}, 1, false, nil, ErrBadReply},
+		{"node_call_elsewhere", []any{int64(0), int64(0), int64(-1), int64(0), int64(0), int64(3), int64(6), int64(2)}, 2, true,
+			[]result{{elsewhere: true}, {allowed: true, at: 6, granted: 2, counts: [4]int64{2}}}, nil},
+		{"elsewhere_outside_a_node_call", []any{int64(0), int64(0), int64(-1), int64(0), int64(0)}, 1, false, nil, ErrBadReply},
+		{"verdict_below_minus_one", []any{int64(0), int64(0), int64(-2), int64(0), int64(0)}, 1, true, nil, ErrBadReply},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := make([]result, tc.n)
-			err := parseReply(&replyReader{parsed: tc.parsed, isParsed: true}, one, out)
+			err := parseReply(&replyReader{parsed: tc.parsed, isParsed: true}, one, out, tc.node)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("parseReply(%v): got error %v, want %v", tc.parsed, err, tc.err)
 			}
@@ -92,7 +97,7 @@ func FuzzParseRaw(f *testing.F) {
 	f.Add([]byte("*8\r\n:12\r\n:345\r\n:0\r\n:5\r\n:-1\r\n:1\r\n:6\r\n:9\r\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		out := make([]result, 2)
-		_ = parseReply(&replyReader{raw: b}, func(int) int { return 1 }, out[:1])
-		_ = parseReply(&replyReader{raw: b}, func(int) int { return 1 }, out)
+		_ = parseReply(&replyReader{raw: b}, func(int) int { return 1 }, out[:1], false)
+		_ = parseReply(&replyReader{raw: b}, func(int) int { return 1 }, out, true)
 	})
 }

@@ -17,17 +17,18 @@ var takeHash = redis.NewScript(takeSource).Hash()
 
 // Arguments of the script, before the requests (see take.lua).
 const (
-	headerArgs  = 3 // clock, margin, number of requests
+	headerArgs  = 4 // clock, margin, number of requests, keys in ARGV
 	requestArgs = 5 // now ms, cost, peek, want, number of windows
 )
 
-// header returns the script's leading arguments for n requests.
-func (c *config) header(n int) [headerArgs]any {
+// header returns the script's leading arguments for n requests, with nk
+// keys passed in the arguments (a node call) or none.
+func (c *config) header(n, nk int) [headerArgs]any {
 	clock := "a"
 	if c.clock == ServerClock {
 		clock = "s"
 	}
-	return [headerArgs]any{clock, c.margin.Milliseconds(), n}
+	return [headerArgs]any{clock, c.margin.Milliseconds(), n, nk}
 }
 
 // appendArgs appends one request's arguments; want is the lease it asks
@@ -49,6 +50,9 @@ type result struct {
 	usec    int64
 	counts  [limiter.MaxWindows]int64 // before the request; -1 if corrupt
 	granted int64                     // units leased beside the request
+	// elsewhere: a node call found the request's keys not on its node
+	// (take.lua); nothing was charged.
+	elsewhere bool
 }
 
 // decide rebuilds the Decision from what the script found, with

@@ -53,7 +53,7 @@ var _ limiter.Store = (*Store)(nil)
 
 type counters struct {
 	roundTrips, decisions, cached, failures, degraded atomic.Uint64
-	leased                                            atomic.Uint64
+	leased, resent                                    atomic.Uint64
 }
 
 // Stats counts what the store has done since New.
@@ -75,6 +75,11 @@ type Stats struct {
 	// Leased is the number of decisions answered from a lease held by
 	// this replica (WithLeases), with no round trip.
 	Leased uint64
+	// Resent is the number of decisions that a Cluster client's call to
+	// one master found off that master (their slot had moved, as when a
+	// Cluster is resharded), charged nothing there and sent again to where
+	// the slot lives.
+	Resent uint64
 }
 
 // New returns a store on client, which may be a single node, a failover
@@ -113,7 +118,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	// to which the batcher sends one call per slot (clusterbatch.go); not
 	// a Ring, which routes a call by its first key.
 	single, isSingle := client.(*redis.Client)
-	cluster, isCluster := client.(*redis.ClusterClient) // Batch per slot
+	cluster, isCluster := client.(*redis.ClusterClient) // Batch per node
 	if s.path == pathBatch && !isSingle && !isCluster {
 		s.path = pathPlain
 	}
@@ -258,7 +263,7 @@ func (s *Store) single(tctx, caller context.Context, req *limiter.Request, want 
 	pk := s.keys.get(req.Policy)
 	n := req.Policy.NumRates()
 	keys := appendKeys(make([]string, 0, n), s.cfg.prefix, req.Key, pk, n, s.cfg.clock, req.Now.UnixMilli())
-	h := s.cfg.header(1)
+	h := s.cfg.header(1, 0)
 	cmd := scriptCommand(make([]any, 0, 3+n+headerArgs+requestArgs+2*n), keys)
 	cmd = appendArgs(append(cmd, h[:]...), req, pk, want)
 	rr, err := s.roundTrip(tctx, caller, cmd)
@@ -266,7 +271,7 @@ func (s *Store) single(tctx, caller context.Context, req *limiter.Request, want 
 		return err
 	}
 	var one [1]result
-	if err := parseReply(&rr, func(int) int { return n }, one[:]); err != nil {
+	if err := parseReply(&rr, func(int) int { return n }, one[:], false); err != nil {
 		return err
 	}
 	*r = one[0]
@@ -485,6 +490,7 @@ func (s *Store) Stats() Stats {
 		Failures:   s.stats.failures.Load(),
 		Degraded:   s.stats.degraded.Load(),
 		Leased:     s.stats.leased.Load(),
+		Resent:     s.stats.resent.Load(),
 	}
 }
 

@@ -4,19 +4,34 @@
 -- limiter.Decide; the Go side recomputes the Decision from the counts this
 -- script returns and checks that both verdicts agree.
 --
--- KEYS: the key of every window of every request, in order.
+-- KEYS: the key of every window of every request, in order; or, for a
+--       call to one node of a Cluster (below), one key, which routes it.
 -- ARGV[1]: clock, "a" (the application's: the window id is in each key, and
 --          each request carries its instant) or "s" (Redis's TIME).
 -- ARGV[2]: expiry margin in ms, added to the window's end.
--- ARGV[3]: number of requests; then per request:
+-- ARGV[3]: number of requests.
+-- ARGV[4]: nk, the number of keys passed in ARGV: 0, or for a node call
+--          every request's keys, as KEYS would hold them, in ARGV[5..4+nk].
+-- Then per request:
 --          now_ms (ignored with clock "s"), cost, peek (0/1), want (the
 --          lease asked for, >= 0; see lease.go), n windows, then n pairs
 --          of limit, window_ms.
 --
 -- Reply: {sec, usec} of TIME (0, 0 with clock "a"), then per request:
 --        1 + granted when admitted (granted: the units leased), 0 when
---        refused; the instant decided at in ms, and the count found in
---        each window before this request (-1 when corrupt).
+--        refused, -1 when its keys are not on this node; the instant
+--        decided at in ms, and the count found in each window before this
+--        request (-1 when corrupt).
+--
+-- A node call decides the requests of many slots that one node of a
+-- Cluster serves in one script run: their keys lie in other slots than
+-- the routing key's, which a script may touch undeclared as long as this
+-- node holds them (scripts without flags may cross slots). Each request
+-- first reads its own keys (one slot: they share a hash tag) under pcall;
+-- if the node does not hold them (the slot moved, or is migrating and the
+-- keys are gone; the cluster is down) the read fails before any write, and
+-- the request is answered -1, charged nothing, for the caller to send
+-- again on its own, where the client follows the redirect.
 --
 -- Leases: an admitted request that wants w > 0 is also charged
 -- g = min(w, min over its windows of limit - count - cost) in every
@@ -35,6 +50,14 @@
 local server = ARGV[1] == 's'
 local margin = tonumber(ARGV[2])
 local nreq = tonumber(ARGV[3])
+local nk = tonumber(ARGV[4])
+local K = KEYS
+if nk > 0 then
+  K = {}
+  for i = 1, nk do
+    K[i] = ARGV[4 + i]
+  end
+end
 local exact = 9007199254740992 -- 2^53: counts above are clamped (and refused)
 
 local sec, usec, tnow = 0, 0, 0
@@ -88,15 +111,16 @@ local function windowID(v)
 end
 
 -- With the application's clock every count is a plain string: one MGET
--- reads all the keys of the call. known holds the counts this call has
--- written since, for requests that repeat a key.
-local mget, known = nil, {}
-if not server then
+-- reads all the keys of the call (of each request, in a node call: an
+-- MGET may not cross slots). known holds the counts this call has written
+-- since, for requests that repeat a key.
+local mget, base, known = nil, 0, {}
+if not server and nk == 0 then
   mget = redis.call('MGET', unpack(KEYS))
 end
 
 local out = {sec, usec}
-local a, k = 4, 1
+local a, k = 5 + nk, 1
 -- Per-window scratch, reused by every request (Lua tables cost more than
 -- the commands they would save).
 local lim, wms, cnt, found, fresh, ends, bare = {}, {}, {}, {}, {}, {}, {}
@@ -119,134 +143,155 @@ for _ = 1, nreq do
     a = a + 2
   end
 
-  if server then
-    -- Read every window first. A stored window id ahead of TIME's (Redis's
-    -- clock stepped back: an NTP step, a failover to a node whose clock
-    -- lags) follows the memory store's rule for a window ahead: a window
-    -- that starts after TIME by at most the request's shortest window is
-    -- the one a racing or slightly faster clock already decides in, so the
-    -- request is decided at that window's start (a count is never
-    -- rewound); further ahead, it is stale and the current window starts
-    -- afresh, with a fresh expiry. The bound is the shortest window, not
-    -- the stored window's own, so that a minute stored one ahead after a
-    -- step back of 30 s does not decide 30 s of requests in one second of a
-    -- per-second window. Either way a step of any size costs at most one
-    -- window of wrong answers. Every window is then decided at the one
-    -- instant chosen.
-    now = tnow
-    local ws = {}
-    for i = 1, n do
-      local key = KEYS[k + i - 1]
-      local h = redis.pcall('HMGET', key, 'w', 'c')
-      if h.err then -- a foreign value of another type: corrupt
-        h = {'corrupt', '-1'}
-      elseif h[1] == false and h[2] == false and redis.call('EXISTS', key) == 1 then
-        h = {'corrupt', '-1'} -- a foreign hash
-      end
-      ws[i] = windowID(h[1])
-      found[i] = h[1] ~= false or h[2] ~= false
-      cnt[i] = count(h[2]) or -1 -- a hash of ours has both fields
-      -- Only a malformed id (not a plain whole number) is corrupt: refused,
-      -- its value left as it is, and never allowed to move the instant
-      -- decided at.
-      if found[i] and ws[i] == nil then
-        cnt[i] = -1
-      end
-      if ws[i] ~= nil then
-        local start = ws[i] * wms[i]
-        if start > tnow and start - tnow <= shortest and start > now then
-          now = start
-        end
-      end
+  -- A node call: is this request's slot here? (See the top.)
+  local here = true
+  if nk > 0 then
+    local probe
+    if server then
+      probe = redis.pcall('EXISTS', K[k])
+    else
+      probe = redis.pcall('MGET', unpack(K, k, k + n - 1))
+      mget, base = probe, k - 1
     end
-    for i = 1, n do
-      local id = math.floor(now / wms[i])
-      ends[i] = (id + 1) * wms[i]
-      if not found[i] or ws[i] ~= nil and ws[i] ~= id then
-        cnt[i] = 0
-        fresh[i] = id
-      end
+    here = type(probe) ~= 'table' or not probe.err
+  end
+
+  if not here then
+    out[#out + 1] = -1
+    out[#out + 1] = 0
+    for _ = 1, n do
+      out[#out + 1] = 0
     end
   else
-    for i = 1, n do
-      local key = KEYS[k + i - 1]
-      local v = known[key]
-      if v == nil then
-        v = mget[k + i - 1]
-        if v == false and redis.call('EXISTS', key) == 1 then
-          v = '-1' -- a foreign value of another type: corrupt
+    if server then
+      -- Read every window first. A stored window id ahead of TIME's (Redis's
+      -- clock stepped back: an NTP step, a failover to a node whose clock
+      -- lags) follows the memory store's rule for a window ahead: a window
+      -- that starts after TIME by at most the request's shortest window is
+      -- the one a racing or slightly faster clock already decides in, so the
+      -- request is decided at that window's start (a count is never
+      -- rewound); further ahead, it is stale and the current window starts
+      -- afresh, with a fresh expiry. The bound is the shortest window, not
+      -- the stored window's own, so that a minute stored one ahead after a
+      -- step back of 30 s does not decide 30 s of requests in one second of a
+      -- per-second window. Either way a step of any size costs at most one
+      -- window of wrong answers. Every window is then decided at the one
+      -- instant chosen.
+      now = tnow
+      local ws = {}
+      for i = 1, n do
+        local key = K[k + i - 1]
+        local h = redis.pcall('HMGET', key, 'w', 'c')
+        if h.err then -- a foreign value of another type: corrupt
+          h = {'corrupt', '-1'}
+        elseif h[1] == false and h[2] == false and redis.call('EXISTS', key) == 1 then
+          h = {'corrupt', '-1'} -- a foreign hash
+        end
+        ws[i] = windowID(h[1])
+        found[i] = h[1] ~= false or h[2] ~= false
+        cnt[i] = count(h[2]) or -1 -- a hash of ours has both fields
+        -- Only a malformed id (not a plain whole number) is corrupt: refused,
+        -- its value left as it is, and never allowed to move the instant
+        -- decided at.
+        if found[i] and ws[i] == nil then
+          cnt[i] = -1
+        end
+        if ws[i] ~= nil then
+          local start = ws[i] * wms[i]
+          if start > tnow and start - tnow <= shortest and start > now then
+            now = start
+          end
         end
       end
-      local c = count(v)
-      found[i] = c ~= nil
-      cnt[i] = c or 0
-      ends[i] = (math.floor(now / wms[i]) + 1) * wms[i]
-    end
-  end
-
-  local allowed = true
-  for i = 1, n do
-    local c = cnt[i]
-    if cost > lim[i] or c < 0 or c > lim[i] - cost then
-      allowed = false
-    end
-  end
-
-  -- The lease: what every window can spare after this request.
-  local granted = 0
-  if allowed and not peek and want > 0 then
-    granted = want
-    for i = 1, n do
-      granted = math.min(granted, lim[i] - cnt[i] - cost)
-    end
-    if granted > 0 then
-      costArg = int(cost + granted)
+      for i = 1, n do
+        local id = math.floor(now / wms[i])
+        ends[i] = (id + 1) * wms[i]
+        if not found[i] or ws[i] ~= nil and ws[i] ~= id then
+          cnt[i] = 0
+          fresh[i] = id
+        end
+      end
     else
-      granted = 0
-    end
-  end
-
-  if not peek then
-    for i = 1, n do
-      if found[i] and redis.call('PTTL', KEYS[k + i - 1]) == -1 then
-        bare[i] = true
-      end
-    end
-    for i = 1, n do
-      local key = KEYS[k + i - 1]
-      if server then
-        if allowed and fresh[i] ~= nil then
-          redis.call('HSET', key, 'w', int(fresh[i]), 'c', costArg)
-          redis.call('PEXPIREAT', key, int(ends[i] + margin))
-        else
-          if allowed then
-            redis.call('HINCRBY', key, 'c', costArg)
-          end
-          if bare[i] then
-            redis.call('PEXPIREAT', key, int(ends[i] + margin))
+      for i = 1, n do
+        local key = K[k + i - 1]
+        local v = known[key]
+        if v == nil then
+          v = mget[k + i - 1 - base]
+          if v == false and redis.call('EXISTS', key) == 1 then
+            v = '-1' -- a foreign value of another type: corrupt
           end
         end
+        local c = count(v)
+        found[i] = c ~= nil
+        cnt[i] = c or 0
+        ends[i] = (math.floor(now / wms[i]) + 1) * wms[i]
+      end
+    end
+
+    local allowed = true
+    for i = 1, n do
+      local c = cnt[i]
+      if cost > lim[i] or c < 0 or c > lim[i] - cost then
+        allowed = false
+      end
+    end
+
+    -- The lease: what every window can spare after this request.
+    local granted = 0
+    if allowed and not peek and want > 0 then
+      granted = want
+      for i = 1, n do
+        granted = math.min(granted, lim[i] - cnt[i] - cost)
+      end
+      if granted > 0 then
+        costArg = int(cost + granted)
       else
-        local ttl = ends[i] - now + margin
-        if allowed and not found[i] then
-          redis.call('SET', key, costArg, 'PX', int(ttl))
-          known[key] = cost + granted
-        else
-          if allowed then
-            known[key] = redis.call('INCRBY', key, costArg)
+        granted = 0
+      end
+    end
+
+    if not peek then
+      for i = 1, n do
+        if found[i] and redis.call('PTTL', K[k + i - 1]) == -1 then
+          bare[i] = true
+        end
+      end
+      for i = 1, n do
+        local key = K[k + i - 1]
+        if server then
+          if allowed and fresh[i] ~= nil then
+            redis.call('HSET', key, 'w', int(fresh[i]), 'c', costArg)
+            redis.call('PEXPIREAT', key, int(ends[i] + margin))
+          else
+            if allowed then
+              redis.call('HINCRBY', key, 'c', costArg)
+            end
+            if bare[i] then
+              redis.call('PEXPIREAT', key, int(ends[i] + margin))
+            end
           end
-          if bare[i] then
-            redis.call('PEXPIRE', key, int(ttl))
+        else
+          local ttl = ends[i] - now + margin
+          if allowed and not found[i] then
+            redis.call('SET', key, costArg, 'PX', int(ttl))
+            known[key] = cost + granted
+          else
+            if allowed then
+              known[key] = redis.call('INCRBY', key, costArg)
+            end
+            if bare[i] then
+              redis.call('PEXPIRE', key, int(ttl))
+            end
           end
         end
       end
     end
-  end
 
-  out[#out + 1] = allowed and 1 + granted or 0
-  out[#out + 1] = now
-  for i = 1, n do
-    out[#out + 1] = cnt[i]
+    out[#out + 1] = allowed and 1 + granted or 0
+    out[#out + 1] = now
+    for i = 1, n do
+      out[#out + 1] = cnt[i]
+    end
   end
   k = k + n
 end
