@@ -129,6 +129,20 @@ func (c *Cluster) MoveSlot(t testing.TB, slot, to int) {
 // owner after BeginMove stay there until finish migrates them.
 func (c *Cluster) BeginMove(t testing.TB, slot, to int) (finish func()) {
 	t.Helper()
+	return c.startMove(t, slot, to, true)
+}
+
+// MarkMigrating marks slot MIGRATING on the master that serves it and
+// IMPORTING on Nodes[to], and moves no key yet: the owner serves the keys
+// it holds and answers ASK for the others (TRYAGAIN for a command whose
+// keys it holds only some of). finish is BeginMove's.
+func (c *Cluster) MarkMigrating(t testing.TB, slot, to int) (finish func()) {
+	t.Helper()
+	return c.startMove(t, slot, to, false)
+}
+
+func (c *Cluster) startMove(t testing.TB, slot, to int, moveKeys bool) (finish func()) {
+	t.Helper()
 	ctx := context.Background()
 	owner := c.SlotOwner(t, slot)
 	var src *Server
@@ -171,7 +185,9 @@ func (c *Cluster) BeginMove(t testing.TB, slot, to int) (finish func()) {
 			must(sc.Do(ctx, args...).Err(), "migrate")
 		}
 	}
-	migrate()
+	if moveKeys {
+		migrate()
+	}
 	return func() {
 		t.Helper()
 		migrate()

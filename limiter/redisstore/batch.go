@@ -164,8 +164,7 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 
 // command appends the script call deciding calls, in order, to args (its
 // keys to keys, each call's number of windows to nwin). A node call
-// (clusterbatch.go) declares its first key alone, which routes it, and
-// passes every key in the arguments.
+// (clusterbatch.go) declares no key and passes them in the arguments.
 func (b *batcher) command(calls []*call, keys []string, args []any, nwin []int, node bool) ([]string, []any, []int) {
 	s := b.s
 	first := len(keys)
@@ -176,9 +175,9 @@ func (b *batcher) command(calls []*call, keys []string, args []any, nwin []int, 
 		nwin = append(nwin, n)
 	}
 	// The command: EVALSHA hash numkeys keys... header... requests...
-	// or for a node call EVALSHA hash 1 key header... keys... requests...
+	// or for a node call EVALSHA hash 0 header... keys... requests...
 	if node {
-		args = scriptCommand(args, keys[first:first+1])
+		args = scriptCommand(args, nil)
 		h := s.cfg.header(len(calls), len(keys)-first)
 		args = append(args, h[:]...)
 		for _, k := range keys[first:] {

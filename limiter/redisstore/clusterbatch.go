@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,19 +12,22 @@ import (
 
 // Batch on a Cluster. The batcher gathers concurrent decisions as it does
 // on one node; a round then groups its decisions by the master that
-// serves their slot (every key of a decision shares the client key's hash
-// tag, hence its slot) and makes one script call per master: a node call,
-// which declares one key to route it and touches the other slots' keys
-// undeclared (take.lua), or a plain call when the decisions share one
-// slot. Every call of the round goes out in one Cluster pipeline: go-redis
-// splits it into one pipeline per node, follows MOVED and ASK per
-// command, and never re-sends a pipeline holding a NoRetry command after
-// a network error. A decision that a node call finds off its node (its
-// slot moved since go-redis last read the slot map) was charged nothing
-// and is sent again in the same round in a call of its own, which follows
-// the redirect. What the batcher adds on one node is kept per round: the
-// deadline of its oldest decision, one breaker call, the queue's timeout
-// accounting.
+// serves their slot, as go-redis's slot map has it (every key of a
+// decision shares the client key's hash tag, hence its slot), and sends
+// each master one script call for all of them, a node call, straight to
+// that master's client. A node call declares no key: Redis neither
+// redirects it nor runs it under another node's ASKING, and the script
+// touches each request's keys undeclared, which Redis allows a script
+// without flags as long as the node serves them now (take.lua). A
+// request whose slot that master no longer serves (a slot moved or
+// migrating since go-redis last read the slot map, a failover) is charged
+// nothing there and is sent again in the same round in a call of its own
+// for its slot, with its keys declared, through a Cluster pipeline, which
+// follows MOVED and ASK and answers TRYAGAIN; decisions whose master is
+// not known go that way from the start. Neither kind is ever sent twice
+// after a network error. What the batcher adds on one node is kept per
+// round: the deadline of its oldest decision, one breaker call, the
+// queue's timeout accounting.
 
 // newSlotBatcher returns a batcher sending through a Cluster client.
 func newSlotBatcher(s *Store, c *redis.ClusterClient) *batcher {
@@ -39,36 +43,81 @@ func newSlotBatcher(s *Store, c *redis.ClusterClient) *batcher {
 	return &batcher{s: s, cluster: c, size: s.cfg.batchSize, inFlight: inFlight}
 }
 
-// A slotCall is one round's script call: the decisions of one slot, or
-// of every slot of one node (a node call).
+// A slotCall is one round's script call: a node call, sent to client,
+// the decisions of every slot one master serves; or a slot call, the
+// decisions of one slot, sent through the Cluster.
 type slotCall struct {
-	calls []*call
-	args  []any // the command
-	nwin  []int
-	res   []result
-	node  bool // a node call: a request may come back elsewhere
-	read  bool // res holds the reply's results (node calls)
-	cmd   scriptCmd
-	err   error
+	calls  []*call
+	args   []any // the command
+	nwin   []int
+	res    []result
+	client *redis.Client // a node call's master; nil for a slot call
+	reply  replyReader   // a node call's reply
+	read   bool          // res holds a node call's results
+	cmd    scriptCmd     // a slot call's command
+	err    error
 }
 
 // sendSlots sends one round, live, due by deadline, and hands each call
 // its result. It returns its buffers for reuse.
-//
-// The round's decisions are grouped by the node that serves their slot,
-// as go-redis's cluster state has it, and each node gets one script call
-// for all of them (a node call), or a slot call when they share one slot;
-// a script's cost is mostly its own start and its reply, so one call per
-// node carries a round at a fraction of the server's and the client's
-// work per decision of one call per slot (docs/performance.md). A
-// request whose slot has moved off the node it was sent to (a migration,
-// a failover not yet seen) is charged nothing there (take.lua) and is
-// sent again, in the same round, in a slot call of its own, which go-redis
-// routes by MOVED and ASK.
 func (b *batcher) sendSlots(live []*call, deadline time.Time, keys []string, args []any, res []result, nwin []int) ([]string, []any, []result, []int) {
 	s := b.s
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
+	var calls []slotCall
+	ran := false
+	_, err := s.breaker.Execute(func() (any, error) {
+		ran = true
+		calls, keys, args, res, nwin = b.group(ctx, live, keys, args, res, nwin)
+		err := b.nodeCalls(ctx, calls)
+		var later []*slotCall
+		for i := range calls {
+			if calls[i].client == nil {
+				later = append(later, &calls[i])
+			}
+		}
+		again := b.elsewhere(calls)
+		for i := range again {
+			later = append(later, &again[i])
+		}
+		if len(later) > 0 {
+			if err2 := b.pipeline(ctx, later); err == nil {
+				err = err2
+			}
+		}
+		calls = append(calls, again...)
+		return nil, err
+	})
+	if !ran { // the breaker is open
+		b.deliver(live, nil, err, nil, nil)
+	}
+	for i := range calls {
+		sc := &calls[i]
+		e := sc.err
+		switch {
+		case e == nil && sc.read:
+			for j, c := range sc.calls {
+				if !sc.res[j].elsewhere { // else answered by its own call
+					c.res, c.err = sc.res[j], nil
+					c.done <- struct{}{}
+				}
+			}
+		case e == nil:
+			r := replyReader{parsed: sc.cmd.Val(), isParsed: true}
+			b.deliver(sc.calls, &r, nil, sc.nwin, sc.res)
+		default:
+			b.deliver(sc.calls, nil, e, sc.nwin, sc.res)
+		}
+	}
+	clear(args)
+	return keys, args, res, nwin
+}
+
+// group orders live by the master serving each decision's slot, as
+// go-redis's slot map has it, arrival order kept within a slot, and
+// builds the round's calls: one node call per master known, one slot call
+// per slot of the decisions whose master is not.
+func (b *batcher) group(ctx context.Context, live []*call, keys []string, args []any, res []result, nwin []int) ([]slotCall, []string, []any, []result, []int) {
 	type placed struct {
 		node int // index in nodes; -1: not known
 		slot uint16
@@ -79,7 +128,7 @@ func (b *batcher) sendSlots(live []*call, deadline time.Time, keys []string, arg
 	for i, c := range live {
 		byNode[i] = placed{-1, requestSlot(c.req.Key), c}
 	}
-	// Slot order first, so that each slot's node is looked up once.
+	// Slot order first, so that each slot's master is looked up once.
 	slices.SortStableFunc(byNode, func(x, y placed) int { return cmp.Compare(x.slot, y.slot) })
 	for i := range byNode {
 		if i > 0 && byNode[i].slot == byNode[i-1].slot {
@@ -89,7 +138,7 @@ func (b *batcher) sendSlots(live []*call, deadline time.Time, keys []string, arg
 		// The tag hashes to the request's slot: it holds no brace.
 		n, err := b.cluster.MasterForKey(ctx, tag(byNode[i].c.req.Key))
 		if err != nil {
-			continue // slot calls: go-redis reports what is wrong
+			continue // a slot call: go-redis reports what is wrong
 		}
 		j := slices.Index(nodes, n)
 		if j < 0 {
@@ -105,68 +154,58 @@ func (b *batcher) sendSlots(live []*call, deadline time.Time, keys []string, arg
 	}
 	res = append(res, make([]result, len(live))...)
 	calls := make([]slotCall, 0, len(nodes)+1)
-	sameSlot := func(i, j int) bool { return byNode[j].slot == byNode[i].slot }
-	sameNode := func(i, j int) bool { return byNode[i].node >= 0 && byNode[j].node == byNode[i].node }
 	for i := 0; i < len(live); {
 		j := i + 1
-		for j < len(live) && sameSlot(i, j) {
+		node := byNode[i].node
+		for j < len(live) && byNode[j].node == node && (node >= 0 || byNode[j].slot == byNode[i].slot) {
 			j++
 		}
-		node := false
-		if j < len(live) && sameNode(i, j) {
-			node = true
-			for j < len(live) && sameNode(i, j) {
-				j++
-			}
-		}
-		var a, w int
-		a, w = len(args), len(nwin)
-		keys, args, nwin = b.command(live[i:j], keys, args, nwin, node)
+		a, w := len(args), len(nwin)
+		keys, args, nwin = b.command(live[i:j], keys, args, nwin, node >= 0)
 		// Each call keeps its own command; later appends may move args and
 		// nwin, never into these.
-		calls = append(calls, slotCall{calls: live[i:j], args: args[a:len(args):len(args)],
-			nwin: nwin[w:len(nwin):len(nwin)], res: res[i:j], node: node})
+		sc := slotCall{calls: live[i:j], args: args[a:len(args):len(args)], nwin: nwin[w:len(nwin):len(nwin)], res: res[i:j]}
+		if node >= 0 {
+			sc.client = nodes[node]
+		}
+		calls = append(calls, sc)
 		i = j
 	}
-	ran := false
-	_, err := s.breaker.Execute(func() (any, error) {
-		ran = true
-		err := b.pipeline(ctx, calls)
-		if again := b.elsewhere(calls); len(again) > 0 {
-			if err2 := b.pipeline(ctx, again); err == nil {
-				err = err2
-			}
-			calls = append(calls, again...)
-		}
-		return nil, err
-	})
-	for i := range calls {
-		sc := &calls[i]
-		e := sc.err
-		if !ran {
-			e = err // the breaker is open
-		}
-		if sc.read && e == nil {
-			for j, c := range sc.calls {
-				if !sc.res[j].elsewhere { // else answered by its own call
-					c.res, c.err = sc.res[j], nil
-					c.done <- struct{}{}
-				}
-			}
-			continue
-		}
-		var r replyReader
-		if e == nil {
-			r = replyReader{parsed: sc.cmd.Val(), isParsed: true}
-		}
-		b.deliver(sc.calls, &r, e, sc.nwin, sc.res)
-	}
-	clear(args)
-	return keys, args, res, nwin
+	return calls, keys, args, res, nwin
 }
 
-// elsewhere reads the replies of the node calls among calls and returns
-// a slot call for each request that one found not on its node.
+// nodeCalls sends the node calls among calls, each to its master, in
+// parallel, and reads their replies. It returns the error the breaker
+// counts, as pipeline does.
+func (b *batcher) nodeCalls(ctx context.Context, calls []slotCall) error {
+	s := b.s
+	left := timeLeft(ctx)
+	var (
+		wg   sync.WaitGroup
+		sent []*slotCall
+	)
+	for i := range calls {
+		sc := &calls[i]
+		if sc.client == nil {
+			continue
+		}
+		sent = append(sent, sc)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc.reply, sc.err = s.eval(ctx, sc.client, sc.args, true)
+			if sc.err == nil {
+				sc.err = parseReply(&sc.reply, func(i int) int { return sc.nwin[i] }, sc.res, true)
+				sc.read = sc.err == nil
+			}
+		}()
+	}
+	wg.Wait()
+	return b.account(ctx, left, sent)
+}
+
+// elsewhere returns a slot call for each slot of the requests that the
+// node calls among calls found off their master.
 func (b *batcher) elsewhere(calls []slotCall) []slotCall {
 	var (
 		moved []*call
@@ -174,14 +213,9 @@ func (b *batcher) elsewhere(calls []slotCall) []slotCall {
 	)
 	for i := range calls {
 		sc := &calls[i]
-		if !sc.node || sc.err != nil {
+		if !sc.read {
 			continue
 		}
-		r := replyReader{parsed: sc.cmd.Val(), isParsed: true}
-		if sc.err = parseReply(&r, func(i int) int { return sc.nwin[i] }, sc.res, true); sc.err != nil {
-			continue
-		}
-		sc.read = true
 		for j, c := range sc.calls {
 			if sc.res[j].elsewhere {
 				moved = append(moved, c)
@@ -209,13 +243,10 @@ func (b *batcher) elsewhere(calls []slotCall) []slotCall {
 // again after a pause, as roundTrip does, together in the next pipeline.
 // It returns the error the breaker counts: the first outage, else the
 // first error.
-func (b *batcher) pipeline(ctx context.Context, calls []slotCall) error {
+func (b *batcher) pipeline(ctx context.Context, calls []*slotCall) error {
 	s := b.s
 	left := timeLeft(ctx)
-	pending := make([]*slotCall, len(calls))
-	for i := range calls {
-		pending[i] = &calls[i]
-	}
+	pending := slices.Clone(calls)
 	for try := 1; ; try++ {
 		pipe := b.cluster.Pipeline()
 		for _, sc := range pending {
@@ -243,9 +274,17 @@ func (b *batcher) pipeline(ctx context.Context, calls []slotCall) error {
 		}
 		pending = again
 	}
+	return b.account(ctx, left, calls)
+}
+
+// account files the errors of calls, sent with left of the round's
+// time: a call that spent its time queued in the client is not an
+// outage; the last error is kept for Health. It returns the error the
+// breaker counts: the first outage, else the first error.
+func (b *batcher) account(ctx context.Context, left time.Duration, calls []*slotCall) error {
+	s := b.s
 	var first, outage error
-	for i := range calls {
-		sc := &calls[i]
+	for _, sc := range calls {
 		if sc.err == nil {
 			continue
 		}

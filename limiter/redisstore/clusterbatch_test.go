@@ -317,3 +317,126 @@ func testNodeCallSlotMoved(t *testing.T, clock ClockSource, finished bool) {
 		t.Errorf("%d decisions sent again, want the moved key's 2", d)
 	}
 }
+
+// TestClusterNodeCallMidMigration: while a slot migrates, a node call to
+// its source decides exactly the requests whose keys the source still
+// holds, and hands back, charged nothing, those whose keys have left in
+// whole or in part; they are then decided where their keys are. Neither a
+// key still on the source decided from empty counts on the target (what a
+// node call run under the target's ASKING would do) nor a request charged
+// without an answer.
+func TestClusterNodeCallMidMigration(t *testing.T) {
+	for _, clock := range []ClockSource{AppClock, ServerClock} {
+		t.Run(clock.String(), func(t *testing.T) {
+			ctx := context.Background()
+			cl := redistest.StartCluster(t)
+			admin := cl.Client(t)
+			if clock == ServerClock {
+				awaitServerWindow(t, admin, time.Minute)
+			}
+			// Two windows: a request's keys can be split by a migration.
+			p := limiter.MustPolicy("midmigration", limiter.PerMinute(10), limiter.PerHour(100))
+			// One window for the new key: its call, declaring one key, is
+			// served by the target under ASK (a multi-key one would get
+			// TRYAGAIN until the migration ends).
+			one := limiter.MustPolicy("midmigration-one", limiter.PerMinute(10))
+			s := newStore(t, cl.Client(t), WithOverLimitCache(0), WithClockSource(clock))
+			src := cl.Nodes[0].Addr()
+			keys := keysOnNode(t, cl, admin, src, 2)
+			y, q := keys[0], keys[1]
+			slot := requestSlot(q)
+			// p: a new client key in q's slot; x: an old one in another slot
+			// of the source, whose keys the migration will split.
+			var pk, x string
+			for i := 0; pk == "" || x == ""; i++ {
+				k := fmt.Sprintf("mid-%d", i)
+				switch sl := requestSlot(k); {
+				case sl == slot && pk == "":
+					pk = k
+				case x == "" && sl != slot && sl != requestSlot(y):
+					if m, err := admin.MasterForKey(ctx, tag(k)); err == nil && m.Options().Addr == src {
+						x = k
+					}
+				}
+			}
+			take := func(k string, n int) {
+				t.Helper()
+				for range n {
+					if d, err := s.Take(ctx, limiter.Request{Key: k, Policy: p, Now: t0, Cost: 1}); err != nil || !d.Allowed {
+						t.Fatalf("before the migration, %s: %+v, %v", k, d, err)
+					}
+				}
+			}
+			take(q, 9) // one left in the minute
+			take(x, 1)
+			take(y, 1)
+			if err := admin.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+				return n.ScriptLoad(ctx, takeSource).Err()
+			}); err != nil {
+				t.Fatal(err)
+			}
+			finishQ := cl.MarkMigrating(t, int(slot), 1)
+			xSlot := int(requestSlot(x))
+			finishX := cl.MarkMigrating(t, xSlot, 2)
+			// x's hour leaves; its minute, the first key, stays: split
+			// (TRYAGAIN) until the minute follows a moment later. A probe
+			// of the first key alone would pass, and the script then fail
+			// on the hour's after charging the requests before it.
+			x0, x1 := keyOf(s, x, p, 0, t0), keyOf(s, x, p, 1, t0)
+			srcc := redistest.Client(t, src)
+			if err := srcc.Do(ctx, "MIGRATE", "127.0.0.1", cl.Nodes[2].Port(), "", 0, 5000, "KEYS", x1).Err(); err != nil {
+				t.Fatal(err)
+			}
+			moved := make(chan struct{})
+			go func() {
+				defer close(moved)
+				time.Sleep(15 * time.Millisecond)
+				_ = srcc.Do(ctx, "MIGRATE", "127.0.0.1", cl.Nodes[2].Port(), "", 0, 5000, "KEYS", x0).Err()
+			}()
+			before := s.Stats()
+			reqs := []limiter.Request{}
+			for _, k := range []string{pk, q, q, x, y, q} {
+				pol := p
+				if k == pk {
+					pol = one
+				}
+				reqs = append(reqs, limiter.Request{Key: k, Policy: pol, Now: t0, Cost: 1})
+			}
+			calls := sendTogether(t, s, reqs)
+			<-moved
+			want := []bool{true, true, false, true, true, false}
+			for i, c := range calls {
+				if c.err != nil || c.res.allowed != want[i] {
+					t.Errorf("request %d (%s): %+v, %v; want allowed=%v", i, c.req.Key, c.res, c.err, want[i])
+				}
+			}
+			if d := s.Stats().Resent - before.Resent; d != 2 {
+				t.Errorf("%d decisions sent again, want 2 (%s, gone from the source; %s, split)", d, pk, x)
+			}
+			finishQ()
+			finishX()
+			count := func(key string) int64 {
+				t.Helper()
+				cmd := admin.Get(ctx, key)
+				if clock == ServerClock {
+					cmd = admin.HGet(ctx, key, "c")
+				}
+				n, err := cmd.Int64()
+				if err != nil {
+					t.Fatalf("%s: %v", key, err)
+				}
+				return n
+			}
+			if got := count(keyOf(s, pk, one, 0, t0)); got != 1 {
+				t.Errorf("%s: %d, want 1", pk, got)
+			}
+			for k, n := range map[string]int64{q: 10, x: 2, y: 2} {
+				for w := range 2 {
+					if got := count(keyOf(s, k, p, w, t0)); got != n {
+						t.Errorf("%s, window %d: %d, want %d (each admission charged once, where the keys were)", k, w, got, n)
+					}
+				}
+			}
+		})
+	}
+}

@@ -4,8 +4,8 @@
 -- limiter.Decide; the Go side recomputes the Decision from the counts this
 -- script returns and checks that both verdicts agree.
 --
--- KEYS: the key of every window of every request, in order; or, for a
---       call to one node of a Cluster (below), one key, which routes it.
+-- KEYS: the key of every window of every request, in order; none for a
+--       node call (below).
 -- ARGV[1]: clock, "a" (the application's: the window id is in each key, and
 --          each request carries its instant) or "s" (Redis's TIME).
 -- ARGV[2]: expiry margin in ms, added to the window's end.
@@ -23,15 +23,21 @@
 --        decided at in ms, and the count found in each window before this
 --        request (-1 when corrupt).
 --
--- A node call decides the requests of many slots that one node of a
--- Cluster serves in one script run: their keys lie in other slots than
--- the routing key's, which a script may touch undeclared as long as this
--- node holds them (scripts without flags may cross slots). Each request
--- first reads its own keys (one slot: they share a hash tag) under pcall;
--- if the node does not hold them (the slot moved, or is migrating and the
--- keys are gone; the cluster is down) the read fails before any write, and
+-- A node call decides the requests of many slots that one master of a
+-- Cluster serves, in one script run sent straight to that master. It
+-- declares no key, so Redis neither redirects it nor runs it under
+-- ASKING, and it touches every key undeclared, which Redis allows a
+-- script without flags, across slots, for the slots this node serves now.
+-- Each request first reads all of its keys (one slot: they share a hash
+-- tag) in one multi-key command under pcall, before any write: if the
+-- node does not serve them all now (the slot moved; it is migrating and
+-- some or all of them have left, TRYAGAIN or ASK; it is importing, where
+-- only ASKING would be served; the cluster is down) that read fails, and
 -- the request is answered -1, charged nothing, for the caller to send
--- again on its own, where the client follows the redirect.
+-- again in a call of its own, with its keys declared, which the client
+-- routes by MOVED and ASK. Once that read has succeeded, every later
+-- command of the request touches only those keys, on this node, in this
+-- same atomic run.
 --
 -- Leases: an admitted request that wants w > 0 is also charged
 -- g = min(w, min over its windows of limit - count - cost) in every
@@ -148,7 +154,7 @@ for _ = 1, nreq do
   if nk > 0 then
     local probe
     if server then
-      probe = redis.pcall('EXISTS', K[k])
+      probe = redis.pcall('EXISTS', unpack(K, k, k + n - 1))
     else
       probe = redis.pcall('MGET', unpack(K, k, k + n - 1))
       mget, base = probe, k - 1
