@@ -17,9 +17,9 @@ import (
 
 // TestCluster runs the store on a three-master Redis Cluster started from
 // the redis-server binary, on the Cluster client's path (Batch per
-// slot): layered windows of one client share a slot (no CROSSSLOT), clients spread over every master, four
-// replicas share one limit, and a slot moved to another master mid-run
-// (MOVED) keeps its counts.
+// master): layered windows of one client share a slot (no CROSSSLOT),
+// clients spread over every master, four replicas share one limit, and a
+// slot moved to another master mid-run (MOVED) keeps its counts.
 func TestCluster(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t)
@@ -38,7 +38,7 @@ func TestCluster(t *testing.T) {
 		ls = append(ls, newLimiter(t, p, s, clk))
 	}
 	if stores[0].path != pathBatch || stores[0].batch == nil || stores[0].batch.cluster == nil {
-		t.Fatalf("path %v on a Cluster client, want batch per slot", stores[0].path)
+		t.Fatalf("path %v on a Cluster client, want batch per master", stores[0].path)
 	}
 	admin := cl.Client(t)
 

@@ -102,11 +102,14 @@
 // of client. On a *redis.Client (a single node or a Sentinel failover
 // client) the decisions that queue while earlier ones are in flight go out
 // together in one script call (WithBatching sizes it), each decided
-// atomically in turn. On a *redis.ClusterClient, whose script calls must
-// each hold one slot's keys, the decisions that queue go out together
-// too: one script call per slot (decisions sharing a slot, a hot key's,
-// share it), all in one Cluster pipeline, which go-redis writes as one
-// pipeline per node, following MOVED and ASK. On a Ring (a batch cannot
+// atomically in turn. On a *redis.ClusterClient the decisions that queue
+// go out together too: one script call per master, for the decisions of
+// every slot it serves (go-redis's slot map tells which), sent straight
+// to the masters in parallel. A decision whose slot has left that master
+// (a resharding, a failover the client has not seen yet) is charged
+// nothing there, found before the script writes anything, and is sent
+// again at once in a call of its own that follows MOVED and ASK;
+// Stats.Resent counts them. On a Ring (a batch cannot
 // span its shards, and go-redis has no autopipeliner for it) each
 // decision is one script call on the pool.
 //

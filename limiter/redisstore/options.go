@@ -109,7 +109,7 @@ const (
 	pathByClient path = iota
 	// pathBatch gathers concurrent decisions into one script call on a
 	// client that sends everything to one server, and into one call per
-	// slot, sent in one pipeline, on a Cluster client.
+	// master on a Cluster client.
 	pathBatch
 	// pathPlain sends one script call per decision on the client's pool.
 	pathPlain
@@ -127,7 +127,7 @@ func (p path) String() string {
 }
 
 // pathFor returns the path for client: Batch on a *redis.Client (a
-// single node or a Sentinel failover client) and, per slot, on a
+// single node or a Sentinel failover client) and, per master, on a
 // *redis.ClusterClient; Plain otherwise (a Ring, whose shards a batch
 // cannot span).
 func pathFor(client redis.UniversalClient) path {
@@ -141,7 +141,7 @@ func pathFor(client redis.UniversalClient) path {
 }
 
 // withPath forces a path, for tests. Batch applies on a *redis.Client
-// and, per slot, on a *redis.ClusterClient; elsewhere Plain does.
+// and, per master, on a *redis.ClusterClient; elsewhere Plain does.
 func withPath(p path) Option { return func(c *config) { c.path = p } }
 
 // An Option configures New.
@@ -228,8 +228,8 @@ func WithOverLimitCache(n int) Option { return func(c *config) { c.cacheSize = n
 // node or Sentinel failover): at most size decisions per script call
 // (default DefaultBatchSize) and at most inFlight calls at once (default
 // DefaultBatchInFlight). On a *redis.ClusterClient a batch of up to size
-// decisions makes one script call per slot, all sent in one pipeline, and
-// at most inFlight/2 (at least 1) such batches run at once. A Ring sends
+// decisions makes one script call per master, sent to the masters in
+// parallel, and at most inFlight/2 (at least 1) such batches run at once. A Ring sends
 // one script call per decision and ignores it.
 func WithBatching(size, inFlight int) Option {
 	return func(c *config) { c.batchSize, c.batchInFlight = size, inFlight }

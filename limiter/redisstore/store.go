@@ -115,8 +115,8 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	}
 	// Batches mix clients' keys in one script call: only a client that
 	// sends everything to one server may carry them, or a Cluster client,
-	// to which the batcher sends one call per slot (clusterbatch.go); not
-	// a Ring, which routes a call by its first key.
+	// whose batches make one call per master (clusterbatch.go); not a
+	// Ring, which routes a call by its first key.
 	single, isSingle := client.(*redis.Client)
 	cluster, isCluster := client.(*redis.ClusterClient) // Batch per node
 	if s.path == pathBatch && !isSingle && !isCluster {
