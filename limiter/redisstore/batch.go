@@ -17,16 +17,18 @@ import (
 // cuts both the client's and the server's cost per decision. The script
 // decides the requests of one call in arrival order, each atomically.
 type batcher struct {
-	s        *Store
-	client   *redis.Client        // a single node; nil on a Cluster
-	cluster  *redis.ClusterClient // Batch per node (clusterbatch.go)
-	mu       sync.Mutex
-	queue    []*call
-	running  int
-	closed   bool // no new call once set; guards wg.Add against wait
-	size     int
-	inFlight int
-	wg       sync.WaitGroup
+	s       *Store
+	client  *redis.Client        // a single node; nil on a Cluster
+	cluster *redis.ClusterClient // Batch per node (clusterbatch.go)
+	// nodeCalls: the Cluster batcher sends node calls (clusterbatch.go).
+	nodeCalls bool
+	mu        sync.Mutex
+	queue     []*call
+	running   int
+	closed    bool // no new call once set; guards wg.Add against wait
+	size      int
+	inFlight  int
+	wg        sync.WaitGroup
 }
 
 // A call is one decision waiting in the batcher.

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -36,11 +37,18 @@ func newSlotBatcher(s *Store, c *redis.ClusterClient) *batcher {
 	// larger calls (measured on three masters, 64 callers, decisions/s:
 	// 1 round 83k, 2 rounds 88k, 4 rounds 77k). Each round holds one
 	// connection per node.
+	o := c.Options()
 	inFlight := max(1, s.cfg.batchInFlight/2)
-	if n := c.Options().PoolSize; n > 0 {
-		inFlight = min(inFlight, n)
+	if o.PoolSize > 0 {
+		inFlight = min(inFlight, o.PoolSize)
 	}
-	return &batcher{s: s, cluster: c, size: s.cfg.batchSize, inFlight: inFlight}
+	// A client that reads from replicas opens every connection with
+	// READONLY, on which a master demoted by a failover the slot map has
+	// not caught up with would answer a node call's probe as a replica
+	// instead of redirecting it: such a client gets slot calls only,
+	// which go-redis routes itself.
+	nodeCalls := !o.ReadOnly && !o.RouteByLatency && !o.RouteRandomly
+	return &batcher{s: s, cluster: c, nodeCalls: nodeCalls, size: s.cfg.batchSize, inFlight: inFlight}
 }
 
 // A slotCall is one round's script call: a node call, sent to client,
@@ -69,7 +77,7 @@ func (b *batcher) sendSlots(live []*call, deadline time.Time, keys []string, arg
 	_, err := s.breaker.Execute(func() (any, error) {
 		ran = true
 		calls, keys, args, res, nwin = b.group(ctx, live, keys, args, res, nwin)
-		err := b.nodeCalls(ctx, calls)
+		err := b.sendNodeCalls(ctx, calls)
 		var later []*slotCall
 		for i := range calls {
 			if calls[i].client == nil {
@@ -77,6 +85,18 @@ func (b *batcher) sendSlots(live []*call, deadline time.Time, keys []string, arg
 			}
 		}
 		again := b.elsewhere(calls)
+		// What the node calls decided is answered now, not after the
+		// slot calls (which may pause for TRYAGAIN mid-migration).
+		for i := range calls {
+			if sc := &calls[i]; sc.read {
+				for j, c := range sc.calls {
+					if !sc.res[j].elsewhere { // else answered by its own call
+						c.res, c.err = sc.res[j], nil
+						c.done <- struct{}{}
+					}
+				}
+			}
+		}
 		for i := range again {
 			later = append(later, &again[i])
 		}
@@ -95,13 +115,7 @@ func (b *batcher) sendSlots(live []*call, deadline time.Time, keys []string, arg
 		sc := &calls[i]
 		e := sc.err
 		switch {
-		case e == nil && sc.read:
-			for j, c := range sc.calls {
-				if !sc.res[j].elsewhere { // else answered by its own call
-					c.res, c.err = sc.res[j], nil
-					c.done <- struct{}{}
-				}
-			}
+		case sc.read: // answered above
 		case e == nil:
 			r := replyReader{parsed: sc.cmd.Val(), isParsed: true}
 			b.deliver(sc.calls, &r, nil, sc.nwin, sc.res)
@@ -133,6 +147,9 @@ func (b *batcher) group(ctx context.Context, live []*call, keys []string, args [
 	for i := range byNode {
 		if i > 0 && byNode[i].slot == byNode[i-1].slot {
 			byNode[i].node = byNode[i-1].node
+			continue
+		}
+		if !b.nodeCalls {
 			continue
 		}
 		// The tag hashes to the request's slot: it holds no brace.
@@ -174,10 +191,13 @@ func (b *batcher) group(ctx context.Context, live []*call, keys []string, args [
 	return calls, keys, args, res, nwin
 }
 
-// nodeCalls sends the node calls among calls, each to its master, in
-// parallel, and reads their replies. It returns the error the breaker
-// counts, as pipeline does.
-func (b *batcher) nodeCalls(ctx context.Context, calls []slotCall) error {
+// sendNodeCalls sends the node calls among calls, each to its master, in
+// parallel, and reads their replies. A call that failed (a master gone or
+// unreachable, READONLY from a demoted one, the cluster down) has the
+// client reload its slot map, as go-redis does for the commands it routes
+// itself: the next rounds go where the slots now live. It returns the
+// error the breaker counts, as pipeline does.
+func (b *batcher) sendNodeCalls(ctx context.Context, calls []slotCall) error {
 	s := b.s
 	left := timeLeft(ctx)
 	var (
@@ -201,6 +221,12 @@ func (b *batcher) nodeCalls(ctx context.Context, calls []slotCall) error {
 		}()
 	}
 	wg.Wait()
+	for _, sc := range sent {
+		if sc.err != nil && !errors.Is(sc.err, ErrBadReply) {
+			b.cluster.ReloadState(ctx)
+			break
+		}
+	}
 	return b.account(ctx, left, sent)
 }
 

@@ -440,3 +440,48 @@ func TestClusterNodeCallMidMigration(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterReadOnlyClientSlotCalls: a Cluster client that reads from
+// replicas (ReadOnly, RouteByLatency, RouteRandomly) opens its
+// connections with READONLY, on which a demoted master would answer a
+// node call's probe instead of redirecting it; its batches make one call
+// per slot, which go-redis routes.
+func TestClusterReadOnlyClientSlotCalls(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	admin := cl.Client(t)
+	p := limiter.MustPolicy("readonly", limiter.PerMinute(10))
+	var keys []string
+	for _, n := range cl.Nodes {
+		keys = append(keys, keysOnNode(t, cl, admin, n.Addr(), 2)...)
+	}
+	// Loaded everywhere, so that no call is sent again after NOSCRIPT.
+	if err := admin.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
+		return n.ScriptLoad(ctx, takeSource).Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for name, set := range map[string]func(*redis.ClusterOptions){
+		"read_only":        func(o *redis.ClusterOptions) { o.ReadOnly = true },
+		"route_by_latency": func(o *redis.ClusterOptions) { o.RouteByLatency = true },
+		"route_randomly":   func(o *redis.ClusterOptions) { o.RouteRandomly = true },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, cl.Client(t, set), WithPrefix(testPrefix(t)))
+			if s.batch == nil || s.batch.nodeCalls {
+				t.Fatal("node calls on a client that reads from replicas")
+			}
+			var reqs []limiter.Request
+			for _, k := range keys {
+				reqs = append(reqs, limiter.Request{Key: k, Policy: p, Now: t0, Cost: 1})
+			}
+			for i, c := range sendTogether(t, s, reqs) {
+				if c.err != nil || !c.res.allowed {
+					t.Errorf("request %d (%s): %+v, %v; want admitted", i, c.req.Key, c.res, c.err)
+				}
+			}
+			if st := s.Stats(); st.RoundTrips != uint64(len(keys)) {
+				t.Errorf("%d script calls for %d slots on %d masters, want one per slot", st.RoundTrips, len(keys), len(cl.Nodes))
+			}
+		})
+	}
+}

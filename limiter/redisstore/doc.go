@@ -106,10 +106,17 @@
 // go out together too: one script call per master, for the decisions of
 // every slot it serves (go-redis's slot map tells which), sent straight
 // to the masters in parallel. A decision whose slot has left that master
-// (a resharding, a failover the client has not seen yet) is charged
-// nothing there, found before the script writes anything, and is sent
-// again at once in a call of its own that follows MOVED and ASK;
-// Stats.Resent counts them. On a Ring (a batch cannot
+// (a resharding, or a failover the client has not seen yet when the old
+// master answers as a replica) is charged nothing there, found before the
+// script writes anything, and is sent again at once in a call of its own
+// that follows MOVED and ASK; Stats.Resent counts them. A call to a master
+// that does not answer fails, its decisions get the error (or the failure
+// policy), and the client reloads its slot map for the next ones. Because
+// these calls go to the masters' own clients, hooks added with the
+// ClusterClient's AddHook do not see them; hooks added to every node
+// (ClusterClient.OnNewNode) do. A client that reads from replicas
+// (ReadOnly, RouteByLatency, RouteRandomly) makes one call per slot
+// instead, routed by go-redis. On a Ring (a batch cannot
 // span its shards, and go-redis has no autopipeliner for it) each
 // decision is one script call on the pool.
 //

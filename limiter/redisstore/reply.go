@@ -3,9 +3,11 @@ package redisstore
 import "fmt"
 
 // replyReader reads the script's reply, a flat array of integers, from
-// either source: raw RESP bytes (Batch) or go-redis's parsed reply (the
-// other paths, where a Cluster client must see MOVED and ASK). parseReply
-// is the one reader of its layout.
+// either source: raw RESP bytes (Batch on one node, and a Cluster's node
+// calls, sent to one master each) or go-redis's parsed reply (calls that
+// go-redis routes, where a Cluster client must see MOVED and ASK: Plain,
+// and a Cluster's slot calls). parseReply is the one reader of its
+// layout.
 type replyReader struct {
 	raw      []byte
 	parsed   any

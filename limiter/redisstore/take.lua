@@ -32,12 +32,15 @@
 -- tag) in one multi-key command under pcall, before any write: if the
 -- node does not serve them all now (the slot moved; it is migrating and
 -- some or all of them have left, TRYAGAIN or ASK; it is importing, where
--- only ASKING would be served; the cluster is down) that read fails, and
+-- only ASKING would be served; the node is a replica now, on a
+-- connection without READONLY; the cluster is down) that read fails, and
 -- the request is answered -1, charged nothing, for the caller to send
 -- again in a call of its own, with its keys declared, which the client
 -- routes by MOVED and ASK. Once that read has succeeded, every later
 -- command of the request touches only those keys, on this node, in this
--- same atomic run.
+-- same atomic run. (A cluster down with cluster-allow-reads-when-down
+-- passes the read and refuses the first write: the whole call fails and,
+-- no write having been made, nothing is charged.)
 --
 -- Leases: an admitted request that wants w > 0 is also charged
 -- g = min(w, min over its windows of limit - count - cost) in every
