@@ -121,14 +121,14 @@
 // decision is one script call on the pool.
 //
 // Measured on a shared 2-core machine, 64 concurrent callers, medians of
-// 6 runs (in bench/: go test -run '^$' -bench 'Admit|ClusterAdmit' -count 6
-// ./redis, see docs/performance.md): on one node, batching made 2.0 times
-// as many decisions per second as one call per decision through
-// go-redis's autopipeliner (measured as a baseline; the store does not
-// use it) and 3.4 times as many as plain calls, with 0.09 Redis
-// commands per decision; on a three-master Cluster, batching per slot
-// made 1.3 to 1.4 times as many as the autopipeliner, which made 1.8
-// times as many as plain calls. Against the fastest peer, in the run that
-// docs/performance.md reports: 2.6 times on one node, 1.4 times on a
-// Cluster.
+// 6 runs (see docs/performance.md for the commands): on one node,
+// batching made 2.0 times as many decisions per second as one call per
+// decision through go-redis's autopipeliner (measured as a baseline; the
+// store does not use it) and 3.4 times as many as plain calls, with 0.09
+// Redis commands per decision; on a three-master Cluster, one call per
+// master made 1.45 times as many as one call per slot, which had made
+// 1.3 to 1.4 times as many as the autopipeliner. Against the fastest
+// peer, in the run that docs/performance.md reports: 2.2 times on one
+// node, 2.1 times on a Cluster, with 0.09 and 0.12 script calls per
+// decision.
 package redisstore
