@@ -56,9 +56,8 @@ func BenchmarkClusterAdmit(b *testing.B) {
 
 // BenchmarkRingAdmit is BenchmarkAdmit on a go-redis Ring of three
 // redis-server processes that the benchmark starts: every decision
-// admits, over 1,000 keys. The store sends one script call per decision
-// there (go-redis has no autopipeliner for a Ring, and a batch cannot
-// span shards). ulule is left out: it loads its scripts on one shard at
+// admits, over 1,000 keys. The store sends one script call per shard for
+// the decisions that queue. ulule is left out: it loads its scripts on one shard at
 // start and its EVALSHA then fails with NOSCRIPT on the others.
 func BenchmarkRingAdmit(b *testing.B) {
 	addrs := map[string]string{}

@@ -26,7 +26,8 @@
 //
 // BenchmarkRingAdmit does the same on a go-redis Ring of three servers it
 // starts. The store runs its one path per client kind: Batch on a
-// *redis.Client, Batch per node on a Cluster client, Plain on a Ring.
+// *redis.Client, Batch per node on a Cluster client, Batch per shard on a
+// Ring.
 //
 // BenchmarkScriptCeiling, on a Cluster of its own, estimates what shapes of
 // script calls (one per decision, pipelines per node, one per slot) could

@@ -20,6 +20,7 @@ type batcher struct {
 	s       *Store
 	client  *redis.Client        // a single node; nil on a Cluster
 	cluster *redis.ClusterClient // Batch per node (clusterbatch.go)
+	ring    *redis.Ring          // Batch per shard (clusterbatch.go)
 	// nodeCalls: the Cluster batcher sends node calls (clusterbatch.go).
 	nodeCalls bool
 	mu        sync.Mutex
@@ -151,7 +152,7 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 	if len(live) == 0 {
 		return keys, args, res, nwin
 	}
-	if b.cluster != nil {
+	if b.cluster != nil || b.ring != nil {
 		return b.sendSlots(live, deadline, keys, args, res, nwin)
 	}
 	keys, args, nwin = b.command(live, keys, args, nwin, false)

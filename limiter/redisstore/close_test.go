@@ -26,11 +26,11 @@ func TestNothingOutlivesClose(t *testing.T) {
 		want   path
 	}{
 		{"batch_client", func(t *testing.T, addr string) redis.UniversalClient { return redistest.Client(t, addr) }, pathBatch},
-		{"plain_ring", func(t *testing.T, addr string) redis.UniversalClient {
+		{"batch_ring", func(t *testing.T, addr string) redis.UniversalClient {
 			r := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}, ContextTimeoutEnabled: true})
 			t.Cleanup(func() { r.Close() })
 			return r
-		}, pathPlain},
+		}, pathBatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			proxy := redistest.StartProxy(t, redistest.SharedAddr)

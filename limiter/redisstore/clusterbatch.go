@@ -29,6 +29,13 @@ import (
 // after a network error. What the batcher adds on one node is kept per
 // round: the deadline of its oldest decision, one breaker call, the
 // queue's timeout accounting.
+//
+// Batch on a Ring is the same round with the Ring's shards for masters:
+// the Ring names each key's shard (the shard it would route the key's
+// commands to), and each shard gets one script call with its keys
+// declared, a shard being a server of its own. A Ring moves no keys, so
+// nothing comes back; a decision whose shard is down fails, as the Ring's
+// own command would, until the Ring's heartbeat takes the shard out.
 
 // newSlotBatcher returns a batcher sending through a Cluster client.
 func newSlotBatcher(s *Store, c *redis.ClusterClient) *batcher {
@@ -51,6 +58,20 @@ func newSlotBatcher(s *Store, c *redis.ClusterClient) *batcher {
 	return &batcher{s: s, cluster: c, nodeCalls: nodeCalls, size: s.cfg.batchSize, inFlight: inFlight}
 }
 
+// newShardBatcher returns a batcher sending through a Ring: one script
+// call per shard, on the shard's own client, for the decisions whose keys
+// the Ring puts there (GetShardClientForKey, the Ring's own routing). As
+// on a Cluster, half as many rounds as on one node (measured on three
+// shards, 64 callers, decisions/s: 2 rounds 88.6k, 4 rounds 73.4k).
+func newShardBatcher(s *Store, r *redis.Ring) *batcher {
+	o := r.Options()
+	inFlight := max(1, s.cfg.batchInFlight/2)
+	if o.PoolSize > 0 {
+		inFlight = min(inFlight, o.PoolSize)
+	}
+	return &batcher{s: s, ring: r, nodeCalls: true, size: s.cfg.batchSize, inFlight: inFlight}
+}
+
 // A slotCall is one round's script call: a node call, sent to client,
 // the decisions of every slot one master serves; or a slot call, the
 // decisions of one slot, sent through the Cluster.
@@ -59,11 +80,14 @@ type slotCall struct {
 	args   []any // the command
 	nwin   []int
 	res    []result
-	client *redis.Client // a node call's master; nil for a slot call
-	reply  replyReader   // a node call's reply
-	read   bool          // res holds a node call's results
-	cmd    scriptCmd     // a slot call's command
-	err    error
+	client *redis.Client // a node call's master (a Ring's shard); nil for a slot call
+	// undeclared: a Cluster's node call, its keys in the arguments (a
+	// Ring's shard call declares them: a shard is a server of its own).
+	undeclared bool
+	reply      replyReader // a node call's reply
+	read       bool        // res holds a node call's results
+	cmd        scriptCmd   // a slot call's command
+	err        error
 }
 
 // sendSlots sends one round, live, due by deadline, and hands each call
@@ -76,13 +100,21 @@ func (b *batcher) sendSlots(live []*call, deadline time.Time, keys []string, arg
 	ran := false
 	_, err := s.breaker.Execute(func() (any, error) {
 		ran = true
+		left := timeLeft(ctx)
 		calls, keys, args, res, nwin = b.group(ctx, live, keys, args, res, nwin)
 		err := b.sendNodeCalls(ctx, calls)
-		var later []*slotCall
+		var later, unrouted []*slotCall
 		for i := range calls {
-			if calls[i].client == nil {
-				later = append(later, &calls[i])
+			switch sc := &calls[i]; {
+			case sc.client != nil:
+			case sc.err != nil: // a Ring with no shard for its keys
+				unrouted = append(unrouted, sc)
+			default:
+				later = append(later, sc)
 			}
+		}
+		if e := b.account(ctx, left, unrouted); err == nil {
+			err = e
 		}
 		again := b.elsewhere(calls)
 		// What the node calls decided is answered now, not after the
@@ -138,7 +170,10 @@ func (b *batcher) group(ctx context.Context, live []*call, keys []string, args [
 		c    *call
 	}
 	byNode := make([]placed, len(live))
-	var nodes []*redis.Client
+	var (
+		nodes     []*redis.Client
+		lookupErr error
+	)
 	for i, c := range live {
 		byNode[i] = placed{-1, requestSlot(c.req.Key), c}
 	}
@@ -152,9 +187,9 @@ func (b *batcher) group(ctx context.Context, live []*call, keys []string, args [
 		if !b.nodeCalls {
 			continue
 		}
-		// The tag hashes to the request's slot: it holds no brace.
-		n, err := b.cluster.MasterForKey(ctx, tag(byNode[i].c.req.Key))
+		n, err := b.serverFor(ctx, byNode[i].c.req.Key)
 		if err != nil {
+			lookupErr = err
 			continue // a slot call: go-redis reports what is wrong
 		}
 		j := slices.Index(nodes, n)
@@ -178,17 +213,32 @@ func (b *batcher) group(ctx context.Context, live []*call, keys []string, args [
 			j++
 		}
 		a, w := len(args), len(nwin)
-		keys, args, nwin = b.command(live[i:j], keys, args, nwin, node >= 0)
+		undeclared := node >= 0 && b.cluster != nil
+		keys, args, nwin = b.command(live[i:j], keys, args, nwin, undeclared)
 		// Each call keeps its own command; later appends may move args and
 		// nwin, never into these.
-		sc := slotCall{calls: live[i:j], args: args[a:len(args):len(args)], nwin: nwin[w:len(nwin):len(nwin)], res: res[i:j]}
-		if node >= 0 {
+		sc := slotCall{calls: live[i:j], args: args[a:len(args):len(args)], nwin: nwin[w:len(nwin):len(nwin)],
+			res: res[i:j], undeclared: undeclared}
+		switch {
+		case node >= 0:
 			sc.client = nodes[node]
+		case b.ring != nil:
+			sc.err = lookupErr // no other way to a shard
 		}
 		calls = append(calls, sc)
 		i = j
 	}
 	return calls, keys, args, res, nwin
+}
+
+// serverFor returns the client of the server that holds key's keys: its
+// slot's master on a Cluster, its shard on a Ring. The tag hashes as the
+// keys do (it holds no brace).
+func (b *batcher) serverFor(ctx context.Context, key string) (*redis.Client, error) {
+	if b.ring != nil {
+		return b.ring.GetShardClientForKey(tag(key))
+	}
+	return b.cluster.MasterForKey(ctx, tag(key))
 }
 
 // sendNodeCalls sends the node calls among calls, each to its master, in
@@ -215,14 +265,14 @@ func (b *batcher) sendNodeCalls(ctx context.Context, calls []slotCall) error {
 			defer wg.Done()
 			sc.reply, sc.err = s.eval(ctx, sc.client, sc.args, true)
 			if sc.err == nil {
-				sc.err = parseReply(&sc.reply, func(i int) int { return sc.nwin[i] }, sc.res, true)
+				sc.err = parseReply(&sc.reply, func(i int) int { return sc.nwin[i] }, sc.res, sc.undeclared)
 				sc.read = sc.err == nil
 			}
 		}()
 	}
 	wg.Wait()
 	for _, sc := range sent {
-		if sc.err != nil && !errors.Is(sc.err, ErrBadReply) {
+		if b.cluster != nil && sc.err != nil && !errors.Is(sc.err, ErrBadReply) {
 			b.cluster.ReloadState(ctx)
 			break
 		}

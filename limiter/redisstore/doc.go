@@ -67,9 +67,8 @@
 // store at limit/N. A circuit breaker stops calls to a Redis that keeps
 // failing, and lets one probe through after a while: the store recovers
 // by itself when Redis is back. Each change of health is reported to the
-// observer (WithObserver). Time a decision spends queued under load (in
-// the batch queue; on a Ring, for one of its shards' pooled connections)
-// is not counted as Redis failing.
+// observer (WithObserver). Time a decision spends queued under load, in
+// the batch queue, is not counted as Redis failing.
 //
 // A decision that timed out or whose context ended may still have been
 // charged: the script may have run in Redis, only its reply given up on.
@@ -116,9 +115,12 @@
 // ClusterClient's AddHook do not see them; hooks added to every node
 // (ClusterClient.OnNewNode) do. A client that reads from replicas
 // (ReadOnly, RouteByLatency, RouteRandomly) makes one call per slot
-// instead, routed by go-redis. On a Ring (a batch cannot
-// span its shards, and go-redis has no autopipeliner for it) each
-// decision is one script call on the pool.
+// instead, routed by go-redis. On a *redis.Ring the decisions that queue
+// make one script call per shard, on the shard the Ring routes their keys
+// to, the shards in parallel; a shard that is down fails its decisions
+// until the Ring's heartbeat takes it out (the Ring moves no keys: its
+// keys then start afresh on the other shards, as the Ring's own commands
+// would).
 //
 // Measured on a shared 2-core machine, 64 concurrent callers, medians of
 // 6 runs (see docs/performance.md for the commands): on one node,

@@ -17,8 +17,7 @@ import (
 // TestNewKeepsClientsRetries: New takes clients with go-redis's default
 // retries and redirects (the users' other commands keep them), and picks
 // one round-trip path per client kind: Batch where everything goes to one
-// server and, per slot, on a Cluster; Plain on a Ring (whose keys a batch
-// cannot span).
+// server, per master on a Cluster and per shard on a Ring.
 func TestNewKeepsClientsRetries(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -28,7 +27,7 @@ func TestNewKeepsClientsRetries(t *testing.T) {
 		{"client", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), pathBatch},
 		{"failover", redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathBatch},
 		{"cluster", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathBatch},
-		{"ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathPlain},
+		{"ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}, ContextTimeoutEnabled: true}), pathBatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer tc.client.Close()
@@ -79,30 +78,51 @@ func chargedOnce(t *testing.T, l *limiter.Limiter, count func() int64, arm func(
 
 // TestLostReplyChargedOnce: a reply lost after Redis ran the script (the
 // proxy drops it and resets the connection) charges the decision once, in
-// every pipelining mode and on a Cluster client, each built with
-// go-redis's default retries and redirects: the store's script calls are
-// never sent twice, whatever the client's settings.
+// every pipelining mode and on a Cluster client and a Ring, each built
+// with go-redis's default retries and redirects: the store's script calls
+// are never sent twice, whatever the client's settings.
 func TestLostReplyChargedOnce(t *testing.T) {
 	p := limiter.MustPolicy("lost", limiter.PerHour(100))
 	shared := sharedClient(t)
-	for _, mode := range []path{pathPlain, pathBatch} {
-		t.Run(mode.String(), func(t *testing.T) {
-			proxy := redistest.StartProxy(t, redistest.SharedAddr)
-			c := redistest.Client(t, proxy.Addr())
+	// One server behind a proxy, through a single client or a Ring of
+	// that one shard.
+	for _, kind := range []struct {
+		name   string
+		client func(t *testing.T, addr string) redis.UniversalClient
+	}{
+		{"client", func(t *testing.T, addr string) redis.UniversalClient {
+			c := redistest.Client(t, addr)
 			if got := c.Options().MaxRetries; got != 3 {
 				t.Fatalf("client MaxRetries %d, want go-redis's default 3", got)
 			}
-			s := newStore(t, c, withPath(mode), WithOverLimitCache(0),
-				WithBreaker(100, time.Second), WithTimeout(2*time.Second))
-			l := newLimiter(t, p, s, limitertest.New(t0))
-			chargedOnce(t, l, func() int64 {
-				n, err := shared.Get(context.Background(), keyOf(s, "k", p, 0, t0)).Int64()
-				if err != nil && err != redis.Nil {
-					t.Fatal(err)
-				}
-				return n
-			}, func() { proxy.DropReplies(1) })
-		})
+			return c
+		}},
+		{"ring", func(t *testing.T, addr string) redis.UniversalClient {
+			// A heartbeat within the test could take the dropped reply.
+			r := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr},
+				ContextTimeoutEnabled: true, HeartbeatFrequency: time.Hour})
+			t.Cleanup(func() { r.Close() })
+			if got := r.Options().MaxRetries; got != 3 {
+				t.Fatalf("ring MaxRetries %d, want go-redis's default 3", got)
+			}
+			return r
+		}},
+	} {
+		for _, mode := range []path{pathPlain, pathBatch} {
+			t.Run(kind.name+"/"+mode.String(), func(t *testing.T) {
+				proxy := redistest.StartProxy(t, redistest.SharedAddr)
+				s := newStore(t, kind.client(t, proxy.Addr()), withPath(mode), WithOverLimitCache(0),
+					WithBreaker(100, time.Second), WithTimeout(2*time.Second))
+				l := newLimiter(t, p, s, limitertest.New(t0))
+				chargedOnce(t, l, func() int64 {
+					n, err := shared.Get(context.Background(), keyOf(s, "k", p, 0, t0)).Int64()
+					if err != nil && err != redis.Nil {
+						t.Fatal(err)
+					}
+					return n
+				}, func() { proxy.DropReplies(1) })
+			})
+		}
 	}
 	t.Run("cluster", func(t *testing.T) {
 		cl := redistest.StartCluster(t)

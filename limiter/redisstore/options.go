@@ -127,21 +127,23 @@ func (p path) String() string {
 }
 
 // pathFor returns the path for client: Batch on a *redis.Client (a
-// single node or a Sentinel failover client) and, per master, on a
-// *redis.ClusterClient; Plain otherwise (a Ring, whose shards a batch
-// cannot span).
+// single node or a Sentinel failover client), per master on a
+// *redis.ClusterClient and per shard on a *redis.Ring; Plain for any
+// other UniversalClient, whose routing the store cannot know.
 func pathFor(client redis.UniversalClient) path {
 	switch client.(type) {
 	case *redis.Client:
 		return pathBatch
 	case *redis.ClusterClient:
 		return pathBatch
+	case *redis.Ring:
+		return pathBatch
 	}
 	return pathPlain
 }
 
-// withPath forces a path, for tests. Batch applies on a *redis.Client
-// and, per master, on a *redis.ClusterClient; elsewhere Plain does.
+// withPath forces a path, for tests. Batch applies on the three go-redis
+// clients; elsewhere Plain does.
 func withPath(p path) Option { return func(c *config) { c.path = p } }
 
 // An Option configures New.
@@ -227,10 +229,10 @@ func WithOverLimitCache(n int) Option { return func(c *config) { c.cacheSize = n
 // WithBatching sizes the batches of a store on a *redis.Client (a single
 // node or Sentinel failover): at most size decisions per script call
 // (default DefaultBatchSize) and at most inFlight calls at once (default
-// DefaultBatchInFlight). On a *redis.ClusterClient a batch of up to size
-// decisions makes one script call per master, sent to the masters in
-// parallel, and at most inFlight/2 (at least 1) such batches run at once. A Ring sends
-// one script call per decision and ignores it.
+// DefaultBatchInFlight). On a *redis.ClusterClient (a *redis.Ring) a
+// batch of up to size decisions makes one script call per master (per
+// shard), sent to them in parallel, and at most inFlight/2 (at least 1)
+// such batches run at once.
 func WithBatching(size, inFlight int) Option {
 	return func(c *config) { c.batchSize, c.batchInFlight = size, inFlight }
 }

@@ -17,8 +17,8 @@ import (
 
 // TestBreakerClosedAtSaturation: 96 callers without pause (bench/redis's
 // load is 64) on a healthy Redis, through a client whose pool is much
-// smaller than the load, so that decisions queue (the batch queue; on a
-// Ring, the gate sized by its pools, outside the breaker). Time spent
+// smaller than the load, so that decisions queue (the batch queue; for
+// Plain, the gate sized by the pools, outside the breaker). Time spent
 // queued is not Redis failing: the breaker stays closed, whatever the
 // failure policy answers for calls that run out of time in the queue.
 func TestBreakerClosedAtSaturation(t *testing.T) {
@@ -33,12 +33,16 @@ func TestBreakerClosedAtSaturation(t *testing.T) {
 		{"batch", func(addr string) redis.UniversalClient {
 			return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 4})
 		}, pathBatch},
-		// A Ring takes Plain: the path users get, with the gate sized by
-		// its one shard's pool.
+		// A Ring batches per shard, the path users get.
 		{"ring", func(addr string) redis.UniversalClient {
 			return redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr},
 				ContextTimeoutEnabled: true, PoolSize: 4})
 		}, pathByClient},
+		// Plain on a Ring, with the gate sized by its one shard's pool.
+		{"ring_plain", func(addr string) redis.UniversalClient {
+			return redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr},
+				ContextTimeoutEnabled: true, PoolSize: 4})
+		}, pathPlain},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {

@@ -114,17 +114,20 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.path = pathFor(client)
 	}
 	// Batches mix clients' keys in one script call: only a client that
-	// sends everything to one server may carry them, or a Cluster client,
-	// whose batches make one call per master (clusterbatch.go); not a
-	// Ring, which routes a call by its first key.
+	// sends everything to one server may carry them, or a Cluster client
+	// or a Ring, whose batches make one call per master or shard, on its
+	// own client (clusterbatch.go).
 	single, isSingle := client.(*redis.Client)
 	cluster, isCluster := client.(*redis.ClusterClient) // Batch per node
-	if s.path == pathBatch && !isSingle && !isCluster {
+	ring, isRing := client.(*redis.Ring)                // Batch per shard
+	if s.path == pathBatch && !isSingle && !isCluster && !isRing {
 		s.path = pathPlain
 	}
 	switch {
 	case s.path == pathBatch && isCluster:
 		s.batch = newSlotBatcher(s, cluster)
+	case s.path == pathBatch && isRing:
+		s.batch = newShardBatcher(s, ring)
 	case s.path == pathBatch:
 		s.batch = newBatcher(s, single)
 	case poolSize(client) > 0:
@@ -141,16 +144,12 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 }
 
 // poolSize returns how many connections client's pools hold in all, for
-// the gate of its Plain round trips: a *redis.Client's pool, or a Ring's
-// pool per shard (RingOptions.PoolSize, or go-redis's default of 10 per
-// GOMAXPROCS) times its shards at New; 0 for other clients (no gate).
-//
-// A Ring's gate counts all its shards' connections, not each shard's:
-// a gate per shard would need the shard of each key, which go-redis
-// picks by its own hash over the shards it currently thinks live, and
-// does not export. With the load spread over the shards the total is
-// what they can carry; a hot shard may still make decisions wait in its
-// own pool (up to the other shards' share of the gate).
+// the gate of its Plain round trips (the path of a client New does not
+// know, and the reference path the tests force on the others): a
+// *redis.Client's pool, or a Ring's pool per shard (RingOptions.PoolSize,
+// or go-redis's default of 10 per GOMAXPROCS) times its shards at New; 0
+// for other clients (no gate). A Ring's gate counts all its shards'
+// connections together.
 func poolSize(client redis.UniversalClient) int {
 	switch c := client.(type) {
 	case *redis.Client:

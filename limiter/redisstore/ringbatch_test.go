@@ -1,0 +1,156 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/redis/go-redis/v9"
+)
+
+// startRing starts n servers and returns a Ring of them, with the
+// heartbeat given (how soon a dead shard leaves the Ring's hashing).
+func startRing(t *testing.T, n int, heartbeat time.Duration) (*redis.Ring, []*redistest.Server) {
+	t.Helper()
+	addrs := map[string]string{}
+	var servers []*redistest.Server
+	for i := range n {
+		s := redistest.StartServer(t)
+		servers = append(servers, s)
+		addrs[fmt.Sprintf("shard%d", i)] = s.Addr()
+	}
+	r := redis.NewRing(&redis.RingOptions{Addrs: addrs, ContextTimeoutEnabled: true,
+		HeartbeatFrequency: heartbeat, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { r.Close() })
+	if err := r.ForEachShard(context.Background(), func(ctx context.Context, c *redis.Client) error {
+		return c.ScriptLoad(ctx, takeSource).Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return r, servers
+}
+
+// TestRingBatch: on a Ring, a round's decisions over keys of every shard
+// make one script call per shard, on the shard the Ring itself routes
+// each key to; every decision gets its own answer, and each shard holds
+// exactly its keys' counts.
+func TestRingBatch(t *testing.T) {
+	ctx := context.Background()
+	r, servers := startRing(t, 3, time.Hour)
+	s := newStore(t, r, WithOverLimitCache(0))
+	if s.path != pathBatch || s.batch == nil || s.batch.ring == nil {
+		t.Fatalf("path %v on a Ring, want Batch per shard", s.path)
+	}
+	p := limiter.MustPolicy("ring", limiter.PerMinute(1000), limiter.PerHour(1000))
+	var reqs []limiter.Request
+	per := func(i int) int { return 1 + i%4 }
+	const keys = 12
+	for round := range 4 {
+		for i := range keys {
+			if round < per(i) {
+				reqs = append(reqs, limiter.Request{Key: fmt.Sprintf("r-%d", i), Policy: p, Now: t0, Cost: 1})
+			}
+		}
+	}
+	calls := sendTogether(t, s, reqs)
+	found := map[string][]int64{}
+	for i, c := range calls {
+		if c.err != nil || !c.res.allowed {
+			t.Fatalf("request %d (%s): %+v, %v; want admitted", i, c.req.Key, c.res, c.err)
+		}
+		found[c.req.Key] = append(found[c.req.Key], c.res.counts[0])
+	}
+	shards := map[string]bool{}
+	for i := range keys {
+		k := fmt.Sprintf("r-%d", i)
+		got := found[k]
+		slices.Sort(got)
+		for j, n := range got {
+			if n != int64(j) {
+				t.Fatalf("%s: counts found %v, want each of 0..%d once", k, got, per(i)-1)
+			}
+		}
+		// The Ring's own routing of the stored keys names the shard.
+		owner, err := r.GetShardClientForKey(keyOf(s, k, p, 0, t0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards[owner.Options().Addr] = true
+		for _, srv := range servers {
+			for w := range 2 {
+				n, err := redistest.Client(t, srv.Addr()).Get(ctx, keyOf(s, k, p, w, t0)).Int64()
+				want := int64(0)
+				if srv.Addr() == owner.Options().Addr {
+					want = int64(per(i))
+				}
+				if err == redis.Nil {
+					err = nil
+				}
+				if err != nil || n != want {
+					t.Fatalf("%s, window %d, on %s: %d, %v; want %d", k, w, srv.Addr(), n, err, want)
+				}
+			}
+		}
+	}
+	if len(shards) != 3 {
+		t.Fatalf("%d keys on %d shards, want 3: the test proved less", keys, len(shards))
+	}
+	if st := s.Stats(); st.RoundTrips != 3 {
+		t.Fatalf("%d script calls for %d decisions on 3 shards, want one per shard", st.RoundTrips, len(reqs))
+	}
+}
+
+// TestRingBatchShardDown: a dead shard fails only the decisions whose keys
+// the Ring routes to it, not those of the other shards in the same round;
+// once the Ring's heartbeat has taken it out of the hashing, its keys are
+// decided on the live shards.
+func TestRingBatchShardDown(t *testing.T) {
+	ctx := context.Background()
+	r, servers := startRing(t, 3, 100*time.Millisecond)
+	s := newStore(t, r, WithOverLimitCache(0), WithTimeout(500*time.Millisecond), WithBreaker(1000, time.Second))
+	p := limiter.MustPolicy("ringdown", limiter.PerMinute(1000))
+	dead := servers[0].Addr()
+	var onDead, onLive []string
+	for i := 0; len(onDead) < 2 || len(onLive) < 4; i++ {
+		k := fmt.Sprintf("d-%d", i)
+		c, err := r.GetShardClientForKey(tag(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Options().Addr == dead {
+			onDead = append(onDead, k)
+		} else {
+			onLive = append(onLive, k)
+		}
+	}
+	servers[0].Kill()
+	var reqs []limiter.Request
+	for _, k := range append(slices.Clone(onDead), onLive...) {
+		reqs = append(reqs, limiter.Request{Key: k, Policy: p, Now: t0, Cost: 1})
+	}
+	for i, c := range sendTogether(t, s, reqs) {
+		isDead := i < len(onDead)
+		switch {
+		case isDead && c.err == nil:
+			t.Errorf("request %d (%s, on the dead shard): %+v; want an error", i, c.req.Key, c.res)
+		case !isDead && (c.err != nil || !c.res.allowed):
+			t.Errorf("request %d (%s, on a live shard): %+v, %v; want admitted", i, c.req.Key, c.res, c.err)
+		}
+	}
+	// The heartbeat takes the dead shard out; its keys move to the others.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d, err := s.Take(ctx, limiter.Request{Key: onDead[0], Policy: p, Now: t0, Cost: 1})
+		if err == nil && d.Allowed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dead shard's key still fails after 5 s: %+v, %v", d, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
