@@ -138,6 +138,16 @@ func (b *batcher) sendSlots(live []*call, deadline time.Time, keys []string, arg
 			}
 		}
 		calls = append(calls, again...)
+		// The breaker, shared by every server, counts a round as an
+		// outage only when no server answered: one master or shard down
+		// fails its own decisions (and a Cluster reloads its slot map, a
+		// Ring's heartbeat takes the shard out) without refusing the
+		// others'.
+		for i := range calls {
+			if calls[i].err == nil {
+				return nil, nil
+			}
+		}
 		return nil, err
 	})
 	if !ran { // the breaker is open
@@ -177,10 +187,13 @@ func (b *batcher) group(ctx context.Context, live []*call, keys []string, args [
 	for i, c := range live {
 		byNode[i] = placed{-1, requestSlot(c.req.Key), c}
 	}
-	// Slot order first, so that each slot's master is looked up once.
+	// Slot order first, so that each slot's master is looked up once. A
+	// Ring hashes the whole tag, not the slot: two keys of one slot may
+	// live on two shards, so there only the same key shares a lookup.
 	slices.SortStableFunc(byNode, func(x, y placed) int { return cmp.Compare(x.slot, y.slot) })
 	for i := range byNode {
-		if i > 0 && byNode[i].slot == byNode[i-1].slot {
+		if i > 0 && byNode[i].slot == byNode[i-1].slot &&
+			(b.cluster != nil || byNode[i].c.req.Key == byNode[i-1].c.req.Key) {
 			byNode[i].node = byNode[i-1].node
 			continue
 		}

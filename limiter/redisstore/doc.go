@@ -110,17 +110,23 @@
 // script writes anything, and is sent again at once in a call of its own
 // that follows MOVED and ASK; Stats.Resent counts them. A call to a master
 // that does not answer fails, its decisions get the error (or the failure
-// policy), and the client reloads its slot map for the next ones. Because
-// these calls go to the masters' own clients, hooks added with the
-// ClusterClient's AddHook do not see them; hooks added to every node
-// (ClusterClient.OnNewNode) do. A client that reads from replicas
-// (ReadOnly, RouteByLatency, RouteRandomly) makes one call per slot
-// instead, routed by go-redis. On a *redis.Ring the decisions that queue
-// make one script call per shard, on the shard the Ring routes their keys
-// to, the shards in parallel; a shard that is down fails its decisions
-// until the Ring's heartbeat takes it out (the Ring moves no keys: its
-// keys then start afresh on the other shards, as the Ring's own commands
-// would).
+// policy), and the client reloads its slot map for the next ones. A
+// client that reads from replicas (ReadOnly, RouteByLatency,
+// RouteRandomly) makes one call per slot instead, routed by go-redis. On a
+// *redis.Ring the decisions that queue make one script call per shard, on
+// the shard the Ring routes their keys to, the shards in parallel; a shard
+// that is down fails its decisions until the Ring's heartbeat takes it out
+// (the Ring moves no keys: its keys then start afresh on the other
+// shards, as the Ring's own commands would). A master or shard down fails
+// only its own decisions: the breaker counts a round as an outage only
+// when no server answered it.
+//
+// Calls per master or shard go to that node's own client, so hooks added
+// with the ClusterClient's or the Ring's AddHook (tracing, metrics) do not
+// see them. Add such hooks to every node's client instead: in
+// ClusterOptions.NewClient or RingOptions.NewClient, which build them, or
+// with ForEachMaster or ForEachShard, plus OnNewNode for nodes added
+// later.
 //
 // Measured on a shared 2-core machine, 64 concurrent callers, medians of
 // 6 runs (see docs/performance.md for the commands): on one node,

@@ -23,8 +23,9 @@ func startRing(t *testing.T, n int, heartbeat time.Duration) (*redis.Ring, []*re
 		servers = append(servers, s)
 		addrs[fmt.Sprintf("shard%d", i)] = s.Addr()
 	}
+	// One dial per attempt: a dead shard fails at once.
 	r := redis.NewRing(&redis.RingOptions{Addrs: addrs, ContextTimeoutEnabled: true,
-		HeartbeatFrequency: heartbeat, DialTimeout: 200 * time.Millisecond})
+		HeartbeatFrequency: heartbeat, DialTimeout: 200 * time.Millisecond, DialerRetries: 1})
 	t.Cleanup(func() { r.Close() })
 	if err := r.ForEachShard(context.Background(), func(ctx context.Context, c *redis.Client) error {
 		return c.ScriptLoad(ctx, takeSource).Err()
@@ -37,7 +38,8 @@ func startRing(t *testing.T, n int, heartbeat time.Duration) (*redis.Ring, []*re
 // TestRingBatch: on a Ring, a round's decisions over keys of every shard
 // make one script call per shard, on the shard the Ring itself routes
 // each key to; every decision gets its own answer, and each shard holds
-// exactly its keys' counts.
+// exactly its keys' counts. Two of the keys share a Cluster slot but not
+// a shard: a Ring hashes the whole tag, not the slot.
 func TestRingBatch(t *testing.T) {
 	ctx := context.Background()
 	r, servers := startRing(t, 3, time.Hour)
@@ -46,13 +48,34 @@ func TestRingBatch(t *testing.T) {
 		t.Fatalf("path %v on a Ring, want Batch per shard", s.path)
 	}
 	p := limiter.MustPolicy("ring", limiter.PerMinute(1000), limiter.PerHour(1000))
+	shardOf := func(k string) string {
+		c, err := r.GetShardClientForKey(tag(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Options().Addr
+	}
+	names := []string{}
+	for i := range 10 {
+		names = append(names, fmt.Sprintf("r-%d", i))
+	}
+	// A pair in one slot on two shards, the first of them sorting first.
+	bySlot := map[uint16]string{}
+	for i := 0; len(names) < 12; i++ {
+		k := fmt.Sprintf("pair-%d", i)
+		o, ok := bySlot[requestSlot(k)]
+		if ok && shardOf(o) != shardOf(k) {
+			names = append(names, o, k)
+		}
+		bySlot[requestSlot(k)] = k
+	}
 	var reqs []limiter.Request
 	per := func(i int) int { return 1 + i%4 }
-	const keys = 12
+	keys := len(names)
 	for round := range 4 {
-		for i := range keys {
+		for i, k := range names {
 			if round < per(i) {
-				reqs = append(reqs, limiter.Request{Key: fmt.Sprintf("r-%d", i), Policy: p, Now: t0, Cost: 1})
+				reqs = append(reqs, limiter.Request{Key: k, Policy: p, Now: t0, Cost: 1})
 			}
 		}
 	}
@@ -65,8 +88,7 @@ func TestRingBatch(t *testing.T) {
 		found[c.req.Key] = append(found[c.req.Key], c.res.counts[0])
 	}
 	shards := map[string]bool{}
-	for i := range keys {
-		k := fmt.Sprintf("r-%d", i)
+	for i, k := range names {
 		got := found[k]
 		slices.Sort(got)
 		for j, n := range got {
@@ -105,13 +127,17 @@ func TestRingBatch(t *testing.T) {
 }
 
 // TestRingBatchShardDown: a dead shard fails only the decisions whose keys
-// the Ring routes to it, not those of the other shards in the same round;
-// once the Ring's heartbeat has taken it out of the hashing, its keys are
-// decided on the live shards.
+// the Ring routes to it, not those of the other shards in the same round,
+// round after round: a round in which some shard answered is no outage,
+// so the breaker, shared by every shard, stays closed (it would open
+// after five rounds if each one counted). Once the Ring's heartbeat has
+// taken the dead shard out of the hashing, its keys are decided on the
+// live shards.
 func TestRingBatchShardDown(t *testing.T) {
 	ctx := context.Background()
-	r, servers := startRing(t, 3, 100*time.Millisecond)
-	s := newStore(t, r, WithOverLimitCache(0), WithTimeout(500*time.Millisecond), WithBreaker(1000, time.Second))
+	r, servers := startRing(t, 3, time.Second)
+	var ev events
+	s := newStore(t, r, WithOverLimitCache(0), WithTimeout(500*time.Millisecond), WithObserver(ev.observe))
 	p := limiter.MustPolicy("ringdown", limiter.PerMinute(1000))
 	dead := servers[0].Addr()
 	var onDead, onLive []string
@@ -132,24 +158,29 @@ func TestRingBatchShardDown(t *testing.T) {
 	for _, k := range append(slices.Clone(onDead), onLive...) {
 		reqs = append(reqs, limiter.Request{Key: k, Policy: p, Now: t0, Cost: 1})
 	}
-	for i, c := range sendTogether(t, s, reqs) {
-		isDead := i < len(onDead)
-		switch {
-		case isDead && c.err == nil:
-			t.Errorf("request %d (%s, on the dead shard): %+v; want an error", i, c.req.Key, c.res)
-		case !isDead && (c.err != nil || !c.res.allowed):
-			t.Errorf("request %d (%s, on a live shard): %+v, %v; want admitted", i, c.req.Key, c.res, c.err)
+	for round := range 2 * DefaultBreakerFailures {
+		for i, c := range sendTogether(t, s, reqs) {
+			isDead := i < len(onDead)
+			switch {
+			case isDead && c.err == nil && round == 0:
+				t.Errorf("request %d (%s, on the dead shard): %+v; want an error", i, c.req.Key, c.res)
+			case !isDead && (c.err != nil || !c.res.allowed):
+				t.Fatalf("round %d, request %d (%s, on a live shard): %+v, %v; want admitted", round, i, c.req.Key, c.res, c.err)
+			}
 		}
 	}
+	if s.Health() != Healthy || len(ev.got) != 0 {
+		t.Fatalf("one shard of three down: health %v, events %+v; want the breaker closed", s.Health(), ev.got)
+	}
 	// The heartbeat takes the dead shard out; its keys move to the others.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		d, err := s.Take(ctx, limiter.Request{Key: onDead[0], Policy: p, Now: t0, Cost: 1})
 		if err == nil && d.Allowed {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the dead shard's key still fails after 5 s: %+v, %v", d, err)
+			t.Fatalf("the dead shard's key still fails after 10 s: %+v, %v", d, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
