@@ -60,12 +60,11 @@ local server = ARGV[1] == 's'
 local margin = tonumber(ARGV[2])
 local nreq = tonumber(ARGV[3])
 local nk = tonumber(ARGV[4])
-local K = KEYS
+-- K[k] is the first key of the request being decided: KEYS from KEYS[1],
+-- or for a node call ARGV from ARGV[5], read in place.
+local K, k = KEYS, 1
 if nk > 0 then
-  K = {}
-  for i = 1, nk do
-    K[i] = ARGV[4 + i]
-  end
+  K, k = ARGV, 5
 end
 local exact = 9007199254740992 -- 2^53: counts above are clamped (and refused)
 
@@ -129,7 +128,7 @@ if not server and nk == 0 then
 end
 
 local out = {sec, usec}
-local a, k = 5 + nk, 1
+local a = 5 + nk
 -- Per-window scratch, reused by every request (Lua tables cost more than
 -- the commands they would save).
 local lim, wms, cnt, found, fresh, ends, bare = {}, {}, {}, {}, {}, {}, {}
