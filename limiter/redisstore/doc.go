@@ -135,8 +135,9 @@
 // store does not use it) and 3.4 times as many as plain calls, with 0.09
 // Redis commands per decision; on a three-master Cluster, one call per
 // master made 1.45 times as many as one call per slot, which had made
-// 1.3 to 1.4 times as many as the autopipeliner. Against the fastest
-// peer, in the run that docs/performance.md reports: 2.2 times on one
-// node, 2.1 times on a Cluster, with 0.09 and 0.12 script calls per
-// decision.
+// 1.3 to 1.4 times as many as the autopipeliner; on a Ring of three
+// shards, one call per shard made 2.4 times as many as plain calls.
+// Against the fastest peer, in the run that docs/performance.md reports:
+// 2.5 times on one node, 2.2 times on a Cluster, 2.6 times on a Ring,
+// with 0.09, 0.12 and 0.12 script calls per decision.
 package redisstore
