@@ -170,9 +170,11 @@ func (b *batcher) sendSlots(live []*call, deadline time.Time, keys []string, arg
 }
 
 // group orders live by the master serving each decision's slot, as
-// go-redis's slot map has it, arrival order kept within a slot, and
-// builds the round's calls: one node call per master known, one slot call
-// per slot of the decisions whose master is not.
+// go-redis's slot map has it (on a Ring, by the shard of its key),
+// arrival order kept within a slot, and builds the round's calls: one
+// node call per master or shard known; for the decisions whose master is
+// not known, one slot call per slot (on a Ring, which has no other way to
+// a shard, a call that fails with the Ring's error).
 func (b *batcher) group(ctx context.Context, live []*call, keys []string, args []any, res []result, nwin []int) ([]slotCall, []string, []any, []result, []int) {
 	type placed struct {
 		node int // index in nodes; -1: not known
