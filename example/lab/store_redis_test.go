@@ -11,6 +11,26 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter/redisstore"
 )
 
+// labLimiter opens a lab store as serve does, closed when the test ends,
+// and a limiter of p on it.
+func labLimiter(t *testing.T, cfg storeConfig, p *limiter.Policy) (*limiter.Limiter, limiter.Store) {
+	t.Helper()
+	s, closeStore, err := openStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("openStore: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := closeStore(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	l, err := limiter.New(p, limiter.WithStore(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, s
+}
+
 // TestOpenRedisStore: two lab stores on one Redis share one limit; with
 // Redis gone a decision fails (ErrUnavailable) within the store's timeout;
 // when Redis is back the same store decides again by itself.
@@ -20,19 +40,7 @@ func TestOpenRedisStore(t *testing.T) {
 	p := limiter.MustPolicy("lab", limiter.PerHour(3))
 	var ls []*limiter.Limiter
 	for range 2 {
-		s, closeStore, err := openStore(ctx, storeConfig{Kind: "redis", RedisAddr: srv.Addr()})
-		if err != nil {
-			t.Fatalf("openStore: %v", err)
-		}
-		t.Cleanup(func() {
-			if err := closeStore(); err != nil {
-				t.Errorf("close: %v", err)
-			}
-		})
-		l, err := limiter.New(p, limiter.WithStore(s))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, _ := labLimiter(t, storeConfig{Kind: "redis", RedisAddr: srv.Addr()}, p)
 		ls = append(ls, l)
 	}
 	admitted := 0
@@ -80,19 +88,7 @@ func TestOpenRedisStoreLease(t *testing.T) {
 		stores []*redisstore.Store
 	)
 	for range 2 {
-		s, closeStore, err := openStore(ctx, storeConfig{Kind: "redis", RedisAddr: srv.Addr(), Lease: true})
-		if err != nil {
-			t.Fatalf("openStore: %v", err)
-		}
-		t.Cleanup(func() {
-			if err := closeStore(); err != nil {
-				t.Errorf("close: %v", err)
-			}
-		})
-		l, err := limiter.New(p, limiter.WithStore(s))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, s := labLimiter(t, storeConfig{Kind: "redis", RedisAddr: srv.Addr(), Lease: true}, p)
 		ls = append(ls, l)
 		stores = append(stores, s.(*redisstore.Store))
 	}
