@@ -3,39 +3,44 @@ package redisstore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
-	"github.com/redis/go-redis/v9"
 )
 
-// batcher shares round trips between concurrent decisions. A decision that
-// finds fewer than inFlight script calls running starts one; the others
-// queue, and each running call, when its reply is in, takes up to size
-// queued decisions into its next call. Under light load a decision goes
-// out at once, alone; under heavy load calls carry many decisions, which
-// cuts both the client's and the server's cost per decision. The script
-// decides the requests of one call in arrival order, each atomically.
+// batcher shares round trips between concurrent decisions, on every kind
+// of client. A decision that finds fewer than inFlight rounds running
+// starts one; the others queue, and each running round, when its replies
+// are in, takes up to size queued decisions into the next. Under light
+// load a decision goes out at once, alone; under heavy load rounds carry
+// many decisions, which cuts both the client's and the server's cost per
+// decision. The Plain path is the same loop with rounds of one.
+//
+// More rounds start when queueing would outlast the timeout: a decision
+// that would wait for the running rounds' replies and then for its own
+// longer than the timeout allows (from the measured round trip) starts a
+// round of its own, up to maxInFlight, what the pools hold. So a burst
+// on a slow link is decided, not timed out, while a fast Redis keeps the
+// few large rounds that use it best.
 type batcher struct {
-	s       *Store
-	client  *redis.Client        // a single node; nil on a Cluster
-	cluster *redis.ClusterClient // Batch per node (clusterbatch.go)
-	ring    *redis.Ring          // Batch per shard (clusterbatch.go)
-	// nodeCalls: the Cluster batcher sends node calls (clusterbatch.go).
-	nodeCalls bool
-	mu        sync.Mutex
-	queue     []*call
-	running   int
-	closed    bool // no new call once set; guards wg.Add against wait
-	size      int
-	inFlight  int
-	wg        sync.WaitGroup
+	s      *Store
+	router router
+	slots  *dest // a Cluster's slot calls, for decisions found off their master
+	mu     sync.Mutex
+	queue  []*call
+	// running counts the rounds in flight; closed refuses new calls and
+	// guards wg.Add against close's wait.
+	running, size, inFlight, maxInFlight int
+	closed                               bool
+	rtt                                  atomic.Int64 // moving average of a round's time, ns
+	wg                                   sync.WaitGroup
 }
 
 // A call is one decision waiting in the batcher.
 type call struct {
 	ctx      context.Context
-	deadline time.Time // the store's timeout, from the call's arrival
+	deadline time.Time // the store's timeout, from the decision's arrival
 	req      limiter.Request
 	want     int64 // the lease asked for
 	res      result
@@ -45,28 +50,27 @@ type call struct {
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-func newBatcher(s *Store, c *redis.Client) *batcher {
-	// No more calls in flight than the pool has connections: a batch
-	// waiting for one would spend its deadline queued in the client.
-	inFlight := s.cfg.batchInFlight
-	if n := c.Options().PoolSize; n > 0 {
-		inFlight = min(inFlight, n)
-	}
-	return &batcher{s: s, client: c, size: s.cfg.batchSize, inFlight: inFlight}
+func newBatcher(s *Store, r router, slots *dest, size, inFlight, pool int) *batcher {
+	return &batcher{s: s, router: r, slots: slots, size: size,
+		inFlight: min(inFlight, pool), maxInFlight: pool}
 }
 
-// do queues one decision and waits for its result or for ctx to end.
+// maxRoundsUnknownPool bounds the rounds in flight on a client whose pool
+// the store cannot read.
+const maxRoundsUnknownPool = 64
+
+// do queues one decision, due by deadline, and waits for its result or
+// for ctx to end.
 //
-// The store's timeout needs no context (and no timer) per decision: calls
-// leave the queue in arrival order and all have the same timeout, so the
-// batches running ahead of a call end by the deadline of their oldest
-// call, which is no later than this one's; a call with less than a
-// quarter of the timeout left when its turn comes is dropped as timed out,
-// and a batch's own deadline is that of its oldest remaining call.
-func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64) (result, error) {
+// The deadline needs no context (and no timer) per decision: calls leave
+// the queue in arrival order, so the rounds running ahead of a call end
+// by the deadline of their oldest call, which is no later than this
+// one's; a call with less than a quarter of the timeout left when its turn
+// comes is dropped as timed out, and a round's own deadline is that of
+// its oldest call.
+func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64, deadline time.Time) (result, error) {
 	c := callPool.Get().(*call)
-	c.ctx, c.req, c.want, c.err = ctx, *req, want, nil
-	c.deadline = time.Now().Add(b.s.cfg.timeout)
+	c.ctx, c.req, c.want, c.err, c.deadline = ctx, *req, want, nil, deadline
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -74,7 +78,7 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64) (res
 		return result{}, limiter.ErrClosed
 	}
 	b.queue = append(b.queue, c)
-	start := b.running < b.inFlight
+	start := b.running < b.inFlight || b.running < b.maxInFlight && b.late(len(b.queue))
 	if start {
 		b.running++
 		b.wg.Add(1)
@@ -96,15 +100,39 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64) (res
 	}
 }
 
-// loop sends batches until the queue is empty.
+// late reports whether the q'th queued call, left to the running rounds,
+// would be answered after the timeout: in the worst case each running
+// round has just been sent, so the call is taken after one round trip
+// per size calls queued ahead of it per round, and then needs one more,
+// and it must be taken with a quarter of the timeout left. Called with
+// b.mu held.
+func (b *batcher) late(q int) bool {
+	rtt := time.Duration(b.rtt.Load())
+	if rtt == 0 {
+		return false
+	}
+	taken := time.Duration((q-1)/(b.running*b.size)+1) * rtt
+	t := b.s.cfg.timeout
+	return taken+rtt > t || taken > t-t/4
+}
+
+// observe adds a round that took d to the moving average of a round's
+// time (7/8 the old, 1/8 the new).
+func (b *batcher) observe(d time.Duration) {
+	old := b.rtt.Load()
+	if old == 0 {
+		b.rtt.Store(int64(d))
+		return
+	}
+	b.rtt.Store(old - old/8 + int64(d)/8)
+}
+
+// loop sends rounds until the queue is empty.
 func (b *batcher) loop() {
 	defer b.wg.Done()
 	var (
 		batch []*call
-		keys  []string
-		args  []any
-		res   []result
-		nwin  []int
+		buf   roundBuf
 	)
 	for {
 		b.mu.Lock()
@@ -119,20 +147,18 @@ func (b *batcher) loop() {
 		clear(b.queue[rest:])
 		b.queue = b.queue[:rest]
 		b.mu.Unlock()
-		keys, args, res, nwin = b.send(batch, keys[:0], args[:0], res[:0], nwin[:0])
+		b.send(batch, &buf)
 	}
 }
 
-// send runs one batch and hands each call its result. It returns its
-// buffers for reuse.
-func (b *batcher) send(batch []*call, keys []string, args []any, res []result, nwin []int) ([]string, []any, []result, []int) {
-	s := b.s
+// send runs one round and hands each call its result. A call with less
+// than a quarter of the timeout left is dropped as timed out rather than
+// sent: the round runs to the deadline of its oldest call, and one nearly
+// spent call must not cut short the fresh ones queued behind it.
+func (b *batcher) send(batch []*call, buf *roundBuf) {
 	live := batch[:0]
-	// A call with less than a quarter of the timeout left is dropped as
-	// timed out rather than sent: the batch runs to the deadline of its
-	// oldest call, and one nearly spent call must not cut short the
-	// fresh ones queued behind it.
-	cutoff := time.Now().Add(s.cfg.timeout / 4)
+	now := time.Now()
+	cutoff := now.Add(b.s.cfg.timeout / 4)
 	var deadline time.Time
 	for _, c := range batch {
 		err := c.ctx.Err()
@@ -150,91 +176,14 @@ func (b *batcher) send(batch []*call, keys []string, args []any, res []result, n
 		live = append(live, c)
 	}
 	if len(live) == 0 {
-		return keys, args, res, nwin
+		return
 	}
-	if b.cluster != nil || b.ring != nil {
-		return b.sendSlots(live, deadline, keys, args, res, nwin)
-	}
-	keys, args, nwin = b.command(live, keys, args, nwin, false)
-	res = append(res, make([]result, len(live))...)
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	r, err := b.eval(ctx, args)
-	cancel()
-	b.deliver(live, &r, err, nwin, res)
-	clear(args)
-	return keys, args, res, nwin
-}
-
-// command appends the script call deciding calls, in order, to args (its
-// keys to keys, each call's number of windows to nwin). A node call
-// (clusterbatch.go) declares no key and passes them in the arguments.
-func (b *batcher) command(calls []*call, keys []string, args []any, nwin []int, node bool) ([]string, []any, []int) {
-	s := b.s
-	first := len(keys)
-	for _, c := range calls {
-		pk := s.keys.get(c.req.Policy)
-		n := c.req.Policy.NumRates()
-		keys = appendKeys(keys, s.cfg.prefix, c.req.Key, pk, n, s.cfg.clock, c.req.Now.UnixMilli())
-		nwin = append(nwin, n)
-	}
-	// The command: EVALSHA hash numkeys keys... header... requests...
-	// or for a node call EVALSHA hash 0 header... keys... requests...
-	if node {
-		args = scriptCommand(args, nil)
-		h := s.cfg.header(len(calls), len(keys)-first)
-		args = append(args, h[:]...)
-		for _, k := range keys[first:] {
-			args = append(args, k)
-		}
-	} else {
-		args = scriptCommand(args, keys[first:])
-		h := s.cfg.header(len(calls), 0)
-		args = append(args, h[:]...)
-	}
-	for _, c := range calls {
-		args = appendArgs(args, &c.req, s.keys.get(c.req.Policy), c.want)
-	}
-	return keys, args, nwin
-}
-
-// deliver hands each of calls its result from r, the reply of their
-// script call, or err; nwin holds each call's number of windows and res
-// room for their results.
-func (b *batcher) deliver(calls []*call, r *replyReader, err error, nwin []int, res []result) {
-	if err == nil {
-		err = parseReply(r, func(i int) int { return nwin[i] }, res, false)
-	}
-	for i, c := range calls {
-		if err == nil {
-			c.res = res[i]
-		}
-		c.err = err
-		c.done <- struct{}{}
+	if b.round(live, deadline, buf) {
+		b.observe(time.Since(now))
 	}
 }
 
-// eval runs one batch's script call through the circuit breaker, its
-// reply read raw.
-func (b *batcher) eval(ctx context.Context, cmd []any) (replyReader, error) {
-	s := b.s
-	v, err := s.breaker.Execute(func() (any, error) {
-		left := timeLeft(ctx)
-		r, err := s.eval(ctx, b.client, cmd, true)
-		if err != nil {
-			if err = s.queued(left, deadlineErr(ctx, err)); !isQueued(err) {
-				s.lastErr.Store(&err)
-			}
-			return nil, err
-		}
-		return r, nil
-	})
-	if err != nil {
-		return replyReader{}, err
-	}
-	return v.(replyReader), nil
-}
-
-// close refuses new calls and waits until no batch is running.
+// close refuses new calls and waits until no round is running.
 func (b *batcher) close() {
 	b.mu.Lock()
 	b.closed = true

@@ -35,7 +35,7 @@ func TestBatchDropsNearlySpentCalls(t *testing.T) {
 		})
 	}
 	calls := append([]*call(nil), batch...) // send reuses batch's array
-	s.batch.send(batch, nil, nil, nil, nil)
+	s.batch.send(batch, &roundBuf{})
 	for i, cl := range calls {
 		<-cl.done
 		switch {

@@ -44,33 +44,8 @@ func (e serverError) Error() string { return string(e) }
 // RedisError marks serverError as a reply from the server.
 func (serverError) RedisError() {}
 
-// A processor sends a command: a client.
-type processor interface {
-	Process(ctx context.Context, cmd redis.Cmder) error
-}
-
-var (
-	_ processor = (*redis.Client)(nil)
-	_ processor = (*redis.ClusterClient)(nil)
-	_ processor = (*redis.Ring)(nil)
-)
-
-// eval runs the script through p, by EVALSHA and, when the server answers
-// NOSCRIPT (after a restart, a SCRIPT FLUSH, a slot moved to a node that
-// never ran it), by EVAL: the one reload path of every round-trip path.
-// cmd is "evalsha", the hash, the number of keys, the keys and the
-// arguments; it is modified. raw asks for the reply as RESP bytes.
-func (s *Store) eval(ctx context.Context, p processor, cmd []any, raw bool) (replyReader, error) {
-	r, err := s.send(ctx, p, cmd, raw)
-	if isNoScript(err) {
-		cmd[0], cmd[1] = "eval", takeSource
-		r, err = s.send(ctx, p, cmd, raw)
-	}
-	return r, err
-}
-
-// send sends cmd once.
-func (s *Store) send(ctx context.Context, p processor, cmd []any, raw bool) (replyReader, error) {
+// send sends cmd once, through p; raw asks for the reply as RESP bytes.
+func (s *Store) send(ctx context.Context, p redis.UniversalClient, cmd []any, raw bool) (replyReader, error) {
 	s.stats.roundTrips.Add(1)
 	if raw {
 		c := rawScriptCmd{redis.NewRawCmd(ctx, cmd...)}

@@ -129,7 +129,7 @@ func TestNothingOutlivesCloseClusterBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.batch == nil || s.batch.cluster == nil {
+	if !isClusterRouter(s) {
 		t.Fatal("Batch on a Cluster client: no slot batcher")
 	}
 	lateReplyThenClose(t, s, before, func(d time.Duration) {

@@ -37,7 +37,7 @@ func TestCluster(t *testing.T) {
 		stores = append(stores, s)
 		ls = append(ls, newLimiter(t, p, s, clk))
 	}
-	if stores[0].path != pathBatch || stores[0].batch == nil || stores[0].batch.cluster == nil {
+	if stores[0].path != pathBatch || !isClusterRouter(stores[0]) {
 		t.Fatalf("path %v on a Cluster client, want batch per master", stores[0].path)
 	}
 	admin := cl.Client(t)

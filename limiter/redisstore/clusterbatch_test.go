@@ -29,7 +29,7 @@ func TestClusterBatchRoutesResults(t *testing.T) {
 	total := 0
 	p := limiter.MustPolicy("routes", limiter.PerHour(limit))
 	s := newStore(t, cl.Client(t), WithOverLimitCache(0))
-	if s.batch == nil || s.batch.cluster == nil {
+	if !isClusterRouter(s) {
 		t.Fatal("no slot batcher on a Cluster client")
 	}
 	l := newLimiter(t, p, s, limitertest.New(t0))
@@ -467,7 +467,7 @@ func TestClusterReadOnlyClientSlotCalls(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newStore(t, cl.Client(t, set), WithPrefix(testPrefix(t)))
-			if s.batch == nil || s.batch.nodeCalls {
+			if isClusterRouter(s) {
 				t.Fatal("node calls on a client that reads from replicas")
 			}
 			var reqs []limiter.Request

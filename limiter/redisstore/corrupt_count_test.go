@@ -149,7 +149,7 @@ func sendTogether(t testing.TB, s *Store, reqs []limiter.Request) []*call {
 			req: r, done: make(chan struct{}, 1)})
 	}
 	calls := append([]*call(nil), batch...) // send reuses batch's array
-	s.batch.send(batch, nil, nil, nil, nil)
+	s.batch.send(batch, &roundBuf{})
 	for _, cl := range calls {
 		<-cl.done
 	}

@@ -1,19 +1,29 @@
 package redisstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Errors returned by this package. A decision that Redis could not make
-// (unreachable, too slow, breaker open) wraps both ErrUnavailable and the
-// cause, so callers can test for either with errors.Is.
+// (unreachable, too slow, an error reply, breaker open) wraps both
+// ErrUnavailable and the cause, named for what it is (Reason), so callers
+// can test for either with errors.Is.
 var (
 	// ErrUnavailable reports that Redis could not decide in time and the
 	// failure policy is FailClosed. The middleware answers it with a 500
 	// and a generic body (a custom ErrorHandler may prefer 503 with
 	// Retry-After), or admits the request with its own fail-open option.
-	ErrUnavailable = errors.New("redisstore: redis unavailable")
+	ErrUnavailable = errors.New("redisstore: redis could not decide")
+	// ErrCircuitOpen reports a decision refused by the breaker of the
+	// server it belongs to, open after that server kept failing: nothing
+	// was sent.
+	ErrCircuitOpen = errors.New("redisstore: circuit breaker open")
 	// ErrNilClient reports a nil client passed to New. It wraps
 	// ErrInvalidOption, as every configuration error of New does.
 	ErrNilClient = fmt.Errorf("%w: client is nil", ErrInvalidOption)
@@ -35,3 +45,73 @@ var (
 	// decision, so FailOpen never admits because of it.
 	ErrCorruptValue = errors.New("redisstore: corrupt value")
 )
+
+// A reasonError is a failure named for what it is; Reason returns it.
+type reasonError struct {
+	reason string
+	err    error
+}
+
+func (e *reasonError) Error() string  { return e.err.Error() }
+func (e *reasonError) Unwrap() error  { return e.err }
+func (e *reasonError) Reason() string { return e.reason }
+
+// Reason names why err, an error of this package, failed a decision:
+// "out_of_memory" (Redis answered OOM), "permission_denied" (NOPERM),
+// "read_only", "loading", "busy", "cluster_down", "master_down",
+// "no_replicas", "try_again", "error_reply" (another error reply),
+// "timeout", "unreachable" (a network error), "circuit_open",
+// "bad_reply", "corrupt_value"; "" for other errors. Errors that carry a
+// reason also have a method Reason() string, for code that does not
+// import this package.
+func Reason(err error) string {
+	var r interface{ Reason() string }
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &r):
+		return r.Reason()
+	case errors.Is(err, ErrCorruptValue):
+		return "corrupt_value"
+	case errors.Is(err, ErrBadReply):
+		return "bad_reply"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return ""
+}
+
+// replyPhrases name the error replies by their code.
+var replyPhrases = map[string]string{
+	"OOM": "out of memory", "NOPERM": "permission denied", "READONLY": "read only",
+	"LOADING": "loading", "BUSY": "busy", "CLUSTERDOWN": "cluster down",
+	"MASTERDOWN": "master down", "NOREPLICAS": "no replicas", "TRYAGAIN": "try again",
+}
+
+// named returns err, a failed script call, named for what it is: the
+// code of an error reply, a timeout, or a network error.
+func named(err error) error {
+	var (
+		r  *reasonError
+		re redis.Error
+		ne net.Error
+	)
+	phrase := "unreachable"
+	switch {
+	case errors.As(err, &r):
+		return err
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		phrase = "timeout"
+	case errors.As(err, &re):
+		code, _, _ := strings.Cut(re.Error(), " ")
+		if phrase = replyPhrases[code]; phrase == "" {
+			phrase = "error reply"
+		}
+	}
+	return &reasonError{strings.ReplaceAll(phrase, " ", "_"), fmt.Errorf("%s: %w", phrase, err)}
+}
+
+// circuitOpen returns the error of a call d's open breaker refused.
+func circuitOpen(d *dest, err error) error {
+	return &reasonError{"circuit_open", fmt.Errorf("%w (%s): %w", ErrCircuitOpen, d.name, err)}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 
@@ -37,16 +38,21 @@ func (h Health) String() string {
 	return "healthy"
 }
 
-// An Event reports a change of health or, with From == To and Err
-// wrapping ErrCorruptValue, a corrupt value found in Redis (its Redis key
-// is in Err's text). The zero Event is not sent.
+// An Event reports a change of one destination's health or, with
+// From == To and Err wrapping ErrCorruptValue, a corrupt value found in
+// Redis (its Redis key is in Err's text). The zero Event is not sent.
 type Event struct {
+	// Node names the destination: a server's address (a single node, a
+	// Cluster master, a Ring shard), "cluster" for the calls go-redis
+	// routes by slot, "client" on the Plain path; empty for a corrupt
+	// value.
+	Node     string
 	From, To Health
 	// Policy is the failure policy now answering (To != Healthy) or that
 	// answered until now (To == Healthy).
 	Policy FailurePolicy
 	// Err is the failure that opened the breaker, or the corrupt value;
-	// nil on other changes.
+	// nil on other changes. Reason(Err) names it.
 	Err error
 }
 
@@ -67,8 +73,7 @@ func (s *Store) reportCorrupt(req *limiter.Request, r *result) {
 		if keys == nil {
 			keys = appendKeys(nil, s.cfg.prefix, req.Key, s.keys.get(req.Policy), n, s.cfg.clock, req.Now.UnixMilli())
 		}
-		h := s.Health()
-		s.cfg.observer(Event{From: h, To: h, Policy: s.cfg.failure,
+		s.cfg.observer(Event{From: Healthy, To: Healthy, Policy: s.cfg.failure,
 			Err: fmt.Errorf("%w: key %q", ErrCorruptValue, keys[i])})
 	}
 }
@@ -83,13 +88,6 @@ func health(s gobreaker.State) Health {
 	return Healthy
 }
 
-// errCallerGone marks a round trip abandoned because the caller's own
-// context ended: no fault of Redis, so the breaker does not count it.
-type errCallerGone struct{ err error }
-
-func (e errCallerGone) Error() string { return e.err.Error() }
-func (e errCallerGone) Unwrap() error { return e.err }
-
 // errQueued marks a decision that ran out of time queued inside the
 // client (see Store.queued): not Redis's failure, so the breaker does not
 // count it; the failure policy answers it all the same.
@@ -103,30 +101,27 @@ func isQueued(err error) bool {
 	return errors.As(err, &q)
 }
 
-// newBreaker builds the circuit breaker and wires its transitions to the
-// observer.
-func (s *Store) newBreaker() *gobreaker.CircuitBreaker[any] {
+// newBreaker builds d's circuit breaker and wires its transitions to
+// d's health and the observer.
+func (s *Store) newBreaker(d *dest) *gobreaker.CircuitBreaker[any] {
 	failures := uint32(s.cfg.breakerFailures)
 	return gobreaker.NewCircuitBreaker[any](gobreaker.Settings{
-		Name:        "redisstore",
+		Name:        d.name,
 		MaxRequests: 1,
 		Timeout:     s.cfg.breakerOpen,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
 		IsSuccessful: func(err error) bool {
 			return err == nil || !isOutage(err)
 		},
-		IsExcluded: func(err error) bool {
-			var g errCallerGone
-			return errors.As(err, &g) || isQueued(err)
-		},
+		IsExcluded: isQueued,
 		OnStateChange: func(_ string, from, to gobreaker.State) {
-			s.health.Store(uint32(health(to)))
+			d.health.Store(uint32(health(to)))
 			if s.cfg.observer == nil {
 				return
 			}
-			e := Event{From: health(from), To: health(to), Policy: s.cfg.failure}
+			e := Event{Node: d.name, From: health(from), To: health(to), Policy: s.cfg.failure}
 			if to == gobreaker.StateOpen {
-				if p := s.lastErr.Load(); p != nil {
+				if p := d.lastErr.Load(); p != nil {
 					e.Err = *p
 				}
 			}
@@ -135,9 +130,48 @@ func (s *Store) newBreaker() *gobreaker.CircuitBreaker[any] {
 	})
 }
 
+// recentDest is how long a destination no round has sent to still counts
+// in Health: a master replaced in a failover drops out of it.
+const recentDest = 10 * time.Second
+
+// Health reports the worst health among the destinations decisions went
+// to in the last ten seconds (Healthy before any): Unavailable when some
+// server's breaker is open, though the others may be deciding. See
+// HealthByNode for each.
+func (s *Store) Health() Health {
+	worst := Healthy
+	for _, h := range s.HealthByNode() {
+		if h == Unavailable || h == Probing && worst == Healthy {
+			worst = h
+		}
+	}
+	return worst
+}
+
+// HealthByNode reports the health of each destination decisions went to
+// in the last ten seconds, by Event.Node's names.
+func (s *Store) HealthByNode() map[string]Health {
+	m := map[string]Health{}
+	since := time.Now().Add(-recentDest).UnixNano()
+	s.dests.Range(func(_, v any) bool {
+		if d := v.(*dest); d.used.Load() >= since {
+			m[d.name] = Health(d.health.Load())
+		}
+		return true
+	})
+	return m
+}
+
+// outagePrefixes are the error replies of a server that cannot serve now:
+// they count as outages for the breaker, as network errors and timeouts
+// do. Every other error reply (OOM, NOPERM, ...) is an answer: it fails
+// its decisions, named for what it is, and leaves the breaker closed, so
+// that the reason stays visible instead of "circuit breaker open".
+var outagePrefixes = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS"}
+
 // isOutage tells failures of Redis (network, timeout, a server not ready
-// to serve) from answers that merely report an error about one request:
-// only the former open the breaker.
+// to serve) from answers that report an error: only the former open the
+// breaker.
 func isOutage(err error) bool {
 	if errors.Is(err, ErrBadReply) {
 		return false
@@ -145,7 +179,7 @@ func isOutage(err error) bool {
 	var re redis.Error
 	if errors.As(err, &re) {
 		msg := re.Error()
-		for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS", "OOM"} {
+		for _, p := range outagePrefixes {
 			if strings.HasPrefix(msg, p) {
 				return true
 			}

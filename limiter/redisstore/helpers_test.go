@@ -90,3 +90,18 @@ func awaitServerWindow(t testing.TB, c redis.UniversalClient, w time.Duration) {
 		time.Sleep(left + 10*time.Millisecond)
 	}
 }
+
+// farDeadline is a decision's deadline that no test reaches.
+var farDeadline = time.Now().Add(time.Hour)
+
+// isClusterRouter reports whether s sends node calls per Cluster master.
+func isClusterRouter(s *Store) bool {
+	_, ok := s.batch.router.(clusterRouter)
+	return ok
+}
+
+// isRingRouter reports whether s sends a call per Ring shard.
+func isRingRouter(s *Store) bool {
+	_, ok := s.batch.router.(ringRouter)
+	return ok
+}

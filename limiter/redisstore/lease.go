@@ -18,9 +18,10 @@ const (
 	DefaultLeaseHorizon = 50 * time.Millisecond
 	// DefaultLeaseDivisor caps each lease at limit/64 (at least 1).
 	DefaultLeaseDivisor = 64
-	// DefaultLeaseKeys bounds how many keys a store tracks for leasing.
-	DefaultLeaseKeys = 1 << 14
 )
+
+// defaultLeaseKeys bounds how many keys a store tracks for leasing.
+const defaultLeaseKeys = 1 << 14
 
 // WithLeases lets a hot key be decided on this replica without a round
 // trip. A request that goes to Redis may also take a lease of part of its
@@ -150,9 +151,11 @@ func (l *leases) now(req *limiter.Request) int64 {
 // take decides req from a lease on this replica when it can (ok), and
 // otherwise returns the ticket with which the request goes to Redis. A
 // request that finds another's lease request in flight for its key waits
-// for it (or for ctx: err) and tries the lease again; if that fails it
-// goes to Redis itself, asking for nothing.
-func (l *leases) take(ctx context.Context, req *limiter.Request) (d limiter.Decision, tk leaseTicket, ok bool, err error) {
+// for it, until deadline, the decision's own (else err: the decision
+// failed, timed out, or ctx ended), and tries the lease again; if that
+// fails it goes to Redis itself, asking for nothing, with what is left
+// of its deadline.
+func (l *leases) take(ctx context.Context, req *limiter.Request, deadline time.Time) (d limiter.Decision, tk leaseTicket, ok bool, err error) {
 	if l == nil || req.Peek {
 		return d, tk, false, nil
 	}
@@ -175,8 +178,12 @@ func (l *leases) take(ctx context.Context, req *limiter.Request) (d limiter.Deci
 	}
 	if ch := e.pending; ch != nil {
 		sh.mu.Unlock()
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
 		select {
 		case <-ch:
+		case <-t.C:
+			return d, tk, false, named(fmt.Errorf("%w: waiting for a lease", context.DeadlineExceeded))
 		case <-ctx.Done():
 			return d, tk, false, ctx.Err()
 		}

@@ -89,11 +89,11 @@ func TestLeaseServerClockDatesInItsWindow(t *testing.T) {
 	ctx := context.Background()
 	req := limiter.Request{Key: "k", Policy: p, Cost: 1}
 	// A request before, so the next asks for a lease.
-	if _, tk, ok, err := l.take(ctx, &req); ok || err != nil || tk.want != 0 {
+	if _, tk, ok, err := l.take(ctx, &req, farDeadline); ok || err != nil || tk.want != 0 {
 		t.Fatalf("first request: got ticket %+v ok %v, %v; want no lease asked for", tk, ok, err)
 	}
 	mono = time.Millisecond
-	_, lender, ok, err := l.take(ctx, &req)
+	_, lender, ok, err := l.take(ctx, &req, farDeadline)
 	if ok || err != nil || lender.want == 0 || lender.ch == nil {
 		t.Fatalf("lease request: got ticket %+v ok %v, %v; want a lease asked for", lender, ok, err)
 	}
@@ -514,7 +514,7 @@ func TestLeaseTableBounded(t *testing.T) {
 	p := limiter.MustPolicy("bounded", limiter.PerHour(1000))
 	req := limiter.Request{Key: "hot", Policy: p, Now: t0, Cost: 1}
 	for range 2 { // the second asks for a lease
-		_, tk, _, _ := l.take(context.Background(), &req)
+		_, tk, _, _ := l.take(context.Background(), &req, farDeadline)
 		l.settle(&tk, &req, &result{allowed: true, granted: tk.want}, t0, true)
 	}
 	held := l.held(p, "hot")
@@ -523,7 +523,7 @@ func TestLeaseTableBounded(t *testing.T) {
 	}
 	for i := range 100000 {
 		r := limiter.Request{Key: "cold-" + strconv.Itoa(i), Policy: p, Now: t0, Cost: 1}
-		_, tk, _, _ := l.take(context.Background(), &r)
+		_, tk, _, _ := l.take(context.Background(), &r, farDeadline)
 		l.settle(&tk, &r, &result{allowed: true}, t0, true)
 	}
 	n := 0
@@ -554,14 +554,14 @@ func TestLeaseReset(t *testing.T) {
 		t.Fatal("no lease held")
 	}
 	req := limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}
-	_, tk, _, _ := s.leases.take(ctx, &req) // a request sets out...
+	_, tk, _, _ := s.leases.take(ctx, &req, farDeadline) // a request sets out...
 	if err := s.Reset(ctx, "k", p, t0); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.leases.held(p, "k"); got != 0 {
 		t.Fatalf("held %d after Reset, want 0", got)
 	}
-	s.leases.take(ctx, &req)                                                  // ...the key is seen again...
+	s.leases.take(ctx, &req, farDeadline)                                     // ...the key is seen again...
 	s.leases.settle(&tk, &req, &result{allowed: true, granted: 50}, t0, true) // ...and its grant lands
 	if got := s.leases.held(p, "k"); got != 0 {
 		t.Fatalf("held %d from a grant made before Reset, want 0", got)
@@ -571,11 +571,11 @@ func TestLeaseReset(t *testing.T) {
 // BenchmarkLeasedDecision measures a decision made from a lease, the
 // path every hot-key decision but a few takes: no allocation.
 func BenchmarkLeasedDecision(b *testing.B) {
-	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 1}, DefaultLeaseKeys, false)
+	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 1}, defaultLeaseKeys, false)
 	p := limiter.MustPolicy("bench", limiter.PerHour(1<<30), limiter.PerSecond(1<<40))
 	req := limiter.Request{Key: "hot", Policy: p, Now: t0, Cost: 1}
 	for range 2 {
-		_, tk, _, _ := l.take(context.Background(), &req)
+		_, tk, _, _ := l.take(context.Background(), &req, farDeadline)
 		l.settle(&tk, &req, &result{allowed: true, granted: 1 << 29}, t0, true)
 	}
 	b.ReportAllocs()
@@ -583,7 +583,7 @@ func BenchmarkLeasedDecision(b *testing.B) {
 		ctx := context.Background()
 		r := req
 		for pb.Next() {
-			if _, _, ok, _ := l.take(ctx, &r); !ok {
+			if _, _, ok, _ := l.take(ctx, &r, farDeadline); !ok {
 				b.Error("not decided from the lease")
 				return
 			}
@@ -595,7 +595,7 @@ func BenchmarkLeasedDecision(b *testing.B) {
 // cold key, which still goes to Redis: the table's bookkeeping before
 // and after the round trip, over 10,000 keys.
 func BenchmarkLeaseColdKeys(b *testing.B) {
-	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 64}, DefaultLeaseKeys, false)
+	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 64}, defaultLeaseKeys, false)
 	p := limiter.MustPolicy("bench", limiter.PerHour(1<<30))
 	reqs := make([]limiter.Request, 10000)
 	for i := range reqs {
@@ -606,7 +606,7 @@ func BenchmarkLeaseColdKeys(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		r := &reqs[i%len(reqs)]
 		r.Now = t0.Add(time.Duration(i) * time.Millisecond) // a few per key per second
-		_, tk, _, _ := l.take(ctx, r)
+		_, tk, _, _ := l.take(ctx, r, farDeadline)
 		l.settle(&tk, r, &result{allowed: true}, r.Now, true)
 	}
 }

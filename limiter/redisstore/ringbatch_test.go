@@ -44,7 +44,7 @@ func TestRingBatch(t *testing.T) {
 	ctx := context.Background()
 	r, servers := startRing(t, 3, time.Hour)
 	s := newStore(t, r, WithOverLimitCache(0))
-	if s.path != pathBatch || s.batch == nil || s.batch.ring == nil {
+	if s.path != pathBatch || !isRingRouter(s) {
 		t.Fatalf("path %v on a Ring, want Batch per shard", s.path)
 	}
 	p := limiter.MustPolicy("ring", limiter.PerMinute(1000), limiter.PerHour(1000))
@@ -128,9 +128,8 @@ func TestRingBatch(t *testing.T) {
 
 // TestRingBatchShardDown: a dead shard fails only the decisions whose keys
 // the Ring routes to it, not those of the other shards in the same round,
-// round after round: a round in which some shard answered is no outage,
-// so the breaker, shared by every shard, stays closed (it would open
-// after five rounds if each one counted). Once the Ring's heartbeat has
+// round after round: each shard has its own breaker, so the dead shard's
+// opens and says so, and the live shards' stay closed. Once the Ring's heartbeat has
 // taken the dead shard out of the hashing, its keys are decided on the
 // live shards.
 func TestRingBatchShardDown(t *testing.T) {
@@ -169,9 +168,22 @@ func TestRingBatchShardDown(t *testing.T) {
 			}
 		}
 	}
-	if s.Health() != Healthy || len(ev.got) != 0 {
-		t.Fatalf("one shard of three down: health %v, events %+v; want the breaker closed", s.Health(), ev.got)
+	byNode := s.HealthByNode()
+	for _, srv := range servers[1:] {
+		if h, ok := byNode[srv.Addr()]; !ok || h != Healthy {
+			t.Fatalf("one shard of three down: live shard %s is %v (known %v), want healthy; all %v", srv.Addr(), h, ok, byNode)
+		}
 	}
+	if byNode[dead] != Unavailable {
+		t.Fatalf("dead shard %s is %v, want unavailable; all %v", dead, byNode[dead], byNode)
+	}
+	ev.mu.Lock()
+	for _, e := range ev.got {
+		if e.Node != dead {
+			t.Errorf("event %+v names another node than the dead shard %s", e, dead)
+		}
+	}
+	ev.mu.Unlock()
 	// The heartbeat takes the dead shard out; its keys move to the others.
 	deadline := time.Now().Add(10 * time.Second)
 	for {

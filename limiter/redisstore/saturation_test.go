@@ -56,8 +56,8 @@ func TestBreakerClosedAtSaturation(t *testing.T) {
 			t.Cleanup(func() { c.Close() })
 			var ev events
 			s := newStore(t, c, withPath(row.mode), WithTimeout(200*time.Millisecond), WithObserver(ev.observe))
-			if s.path == pathPlain && cap(s.gate) != 4 {
-				t.Fatalf("Plain on a pool of 4: gate of %d, want 4", cap(s.gate))
+			if s.path == pathPlain && s.batch.maxInFlight != 4 {
+				t.Fatalf("Plain on a pool of 4: %d rounds in flight at most, want 4", s.batch.maxInFlight)
 			}
 			l := newLimiter(t, p, s, limitertest.New(t0))
 			// Dial the pool's connections first (each costs several round

@@ -47,6 +47,13 @@
 -- window, all in this one atomic step, so the sum of leases and direct
 -- charges in a window never exceeds its limit. A refusal leases nothing.
 --
+-- Errors: a value the script did not write (not a plain count, a malformed
+-- window id, another type: WRONGTYPE) is corruption, refused for its key
+-- alone. Any other error reply of a command (NOPERM, OOM, ...) ends the
+-- script with that error: the call fails, named for it, and requests
+-- decided earlier in the same call may have been charged, as for any
+-- call whose reply is lost.
+--
 -- Storage: clock "a" keeps a plain integer per key (the key names its
 -- window); clock "s" keeps a hash {w = window id, c = count}.
 --
@@ -190,9 +197,12 @@ for _ = 1, nreq do
       for i = 1, n do
         local key = K[k + i - 1]
         local h = redis.pcall('HMGET', key, 'w', 'c')
-        if h.err then -- a foreign value of another type: corrupt
-          h = {'corrupt', '-1'}
-        elseif h[1] == false and h[2] == false and redis.call('EXISTS', key) == 1 then
+        if h.err and string.find(h.err, '^WRONGTYPE') then
+          h = {'corrupt', '-1'} -- a foreign value of another type: corrupt
+        elseif h.err then
+          return h -- NOPERM and the like: an error, never corruption
+        end
+        if h[1] == false and h[2] == false and redis.call('EXISTS', key) == 1 then
           h = {'corrupt', '-1'} -- a foreign hash
         end
         ws[i] = windowID(h[1])

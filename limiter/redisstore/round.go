@@ -1,0 +1,398 @@
+package redisstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// One round, the same on every kind of client: the router names each
+// decision's dest; the decisions of one dest go out together, in one
+// script call to a server (a single node, a Cluster master, a Ring
+// shard) or one call per slot to a client that routes them (go-redis's
+// Cluster routing, or any client on the Plain path); the dests are sent
+// in parallel, each through its own breaker. NOSCRIPT, TRYAGAIN, MOVED and
+// ASK, resends and the accounting of failures are handled here, once.
+//
+// A Cluster master's call is a node call: it declares no key, so Redis
+// neither redirects it nor runs it under another node's ASKING, and the
+// script touches each request's keys undeclared, which Redis allows a
+// script without flags for the slots the node serves now (take.lua). A
+// request whose slot that master no longer serves (moved, migrating, a
+// failover go-redis has not seen yet) is charged nothing there and is
+// sent again in the same round, in a call of its own for its slot with
+// its keys declared, which go-redis routes by MOVED and ASK. A failed
+// node call has the client reload its slot map. No script call is ever
+// sent twice after a network error (call.go).
+
+// roundBuf holds one loop's buffers, reused round after round.
+type roundBuf struct {
+	keys   []string
+	args   []any
+	nwin   []int
+	res    []result
+	placed []placed
+	cmds   []scriptCall
+	groups []group
+}
+
+// placed is one decision with its dest (nil when the router found none:
+// err) and its slot (for calls per slot).
+type placed struct {
+	d    *dest
+	err  error
+	slot uint16
+	c    *call
+}
+
+// A scriptCall is one script call of a round and what came back.
+type scriptCall struct {
+	calls []*call
+	args  []any // the command
+	nwin  []int // each call's number of windows
+	res   []result
+	reply replyReader
+	err   error
+	read  bool // res holds the results
+}
+
+// A group is the calls of a round for one dest (none when d is nil: the
+// router's error is in each call).
+type group struct {
+	d    *dest
+	cmds []scriptCall
+}
+
+// round sends live, due by deadline, and hands each call its result. It
+// reports whether any server answered.
+func (b *batcher) round(live []*call, deadline time.Time, buf *roundBuf) bool {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	b.build(ctx, live, buf)
+	b.sendAll(ctx, buf.groups)
+	answered := false
+	var moved []*call
+	for i := range buf.groups {
+		for j := range buf.groups[i].cmds {
+			sc := &buf.groups[i].cmds[j]
+			answered = answered || sc.read
+			for k, c := range sc.calls {
+				switch {
+				case sc.read && sc.res[k].elsewhere:
+					moved = append(moved, c) // answered by its own call below
+				case sc.read:
+					c.res, c.err = sc.res[k], nil
+					c.done <- struct{}{}
+				default:
+					c.err = sc.err
+					c.done <- struct{}{}
+				}
+			}
+		}
+	}
+	clear(buf.args)
+	if len(moved) > 0 {
+		b.s.stats.resent.Add(uint64(len(moved)))
+		var again roundBuf
+		b.perSlot(b.slots, moved, &again)
+		b.sendAll(ctx, again.groups)
+		for _, sc := range again.groups[0].cmds {
+			for k, c := range sc.calls {
+				if sc.read {
+					c.res, c.err = sc.res[k], nil
+				} else {
+					c.err = sc.err
+				}
+				c.done <- struct{}{}
+			}
+		}
+	}
+	return answered
+}
+
+// build routes live and builds the round's groups in buf: live is
+// reordered by dest, and by slot within a dest, arrival order kept within
+// a slot (so a key's decisions are decided in arrival order).
+func (b *batcher) build(ctx context.Context, live []*call, buf *roundBuf) {
+	buf.keys, buf.args, buf.nwin = buf.keys[:0], buf.args[:0], buf.nwin[:0]
+	buf.cmds, buf.groups = buf.cmds[:0], buf.groups[:0]
+	if cap(buf.res) < len(live) {
+		buf.res = make([]result, len(live))
+	}
+	buf.res = buf.res[:len(live)]
+	clear(buf.res)
+	if r, ok := b.router.(oneDest); ok && r.d.server {
+		// One server: one call (the common case, with nothing to sort).
+		b.appendCmd(live, buf.res, r.d.undeclared, buf)
+		buf.groups = append(buf.groups, group{d: r.d, cmds: buf.cmds})
+		return
+	}
+	buf.placed = buf.placed[:0]
+	for _, c := range live {
+		buf.placed = append(buf.placed, placed{slot: requestSlot(c.req.Key), c: c})
+	}
+	// Slot order first, so that each slot's dest is looked up once. A
+	// Ring hashes the whole tag, not the slot: two keys of one slot may
+	// live on two shards, so there only the same key shares a lookup.
+	pl := buf.placed
+	slices.SortStableFunc(pl, func(x, y placed) int { return cmp.Compare(x.slot, y.slot) })
+	_, ring := b.router.(ringRouter)
+	var order []*dest
+	rank := func(d *dest) int {
+		if i := slices.Index(order, d); i >= 0 {
+			return i
+		}
+		order = append(order, d)
+		return len(order) - 1
+	}
+	ranks := make([]int, len(pl))
+	for i := range pl {
+		if i > 0 && pl[i].slot == pl[i-1].slot && (!ring || pl[i].c.req.Key == pl[i-1].c.req.Key) {
+			pl[i].d, pl[i].err, ranks[i] = pl[i-1].d, pl[i-1].err, ranks[i-1]
+			continue
+		}
+		pl[i].d, pl[i].err = b.router.route(ctx, pl[i].c.req.Key)
+		ranks[i] = rank(pl[i].d)
+	}
+	idx := make([]int, len(pl))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(ranks[x], ranks[y]) })
+	sorted := make([]placed, len(pl))
+	for i, j := range idx {
+		sorted[i] = pl[j]
+		live[i] = pl[j].c
+	}
+	// The calls of each dest: one for a server, one per slot otherwise.
+	type span struct {
+		d        *dest
+		from, to int
+	}
+	var spans []span
+	for i := 0; i < len(sorted); {
+		j := i + 1
+		d := sorted[i].d
+		for j < len(sorted) && sorted[j].d == d && (d != nil && d.server || sorted[j].slot == sorted[i].slot) {
+			j++
+		}
+		if d == nil { // the router's error, delivered as a failed call
+			buf.cmds = append(buf.cmds, scriptCall{calls: live[i:j], res: buf.res[i:j], err: sorted[i].err})
+		} else {
+			b.appendCmd(live[i:j], buf.res[i:j], d.undeclared, buf)
+		}
+		if n := len(spans); n > 0 && spans[n-1].d == d {
+			spans[n-1].to = len(buf.cmds)
+		} else {
+			spans = append(spans, span{d, len(buf.cmds) - 1, len(buf.cmds)})
+		}
+		i = j
+	}
+	for _, sp := range spans {
+		buf.groups = append(buf.groups, group{d: sp.d, cmds: buf.cmds[sp.from:sp.to]})
+	}
+}
+
+// perSlot builds in buf one group for d of one call per slot of calls.
+func (b *batcher) perSlot(d *dest, calls []*call, buf *roundBuf) {
+	slices.SortStableFunc(calls, func(x, y *call) int {
+		return cmp.Compare(requestSlot(x.req.Key), requestSlot(y.req.Key))
+	})
+	buf.res = make([]result, len(calls))
+	for i := 0; i < len(calls); {
+		j := i + 1
+		for j < len(calls) && requestSlot(calls[j].req.Key) == requestSlot(calls[i].req.Key) {
+			j++
+		}
+		b.appendCmd(calls[i:j], buf.res[i:j], false, buf)
+		i = j
+	}
+	buf.groups = append(buf.groups, group{d: d, cmds: buf.cmds})
+}
+
+// appendCmd appends to buf the script call deciding calls, in order
+// (res: room for their results). A node call (undeclared) declares no
+// key and passes them in the arguments.
+func (b *batcher) appendCmd(calls []*call, res []result, undeclared bool, buf *roundBuf) {
+	s := b.s
+	first, a, w := len(buf.keys), len(buf.args), len(buf.nwin)
+	for _, c := range calls {
+		pk := s.keys.get(c.req.Policy)
+		n := c.req.Policy.NumRates()
+		buf.keys = appendKeys(buf.keys, s.cfg.prefix, c.req.Key, pk, n, s.cfg.clock, c.req.Now.UnixMilli())
+		buf.nwin = append(buf.nwin, n)
+	}
+	// The command: EVALSHA hash numkeys keys... header... requests...
+	// or for a node call EVALSHA hash 0 header... keys... requests...
+	if undeclared {
+		buf.args = scriptCommand(buf.args, nil)
+		h := s.cfg.header(len(calls), len(buf.keys)-first)
+		buf.args = append(buf.args, h[:]...)
+		for _, k := range buf.keys[first:] {
+			buf.args = append(buf.args, k)
+		}
+	} else {
+		buf.args = scriptCommand(buf.args, buf.keys[first:])
+		h := s.cfg.header(len(calls), 0)
+		buf.args = append(buf.args, h[:]...)
+	}
+	for _, c := range calls {
+		buf.args = appendArgs(buf.args, &c.req, s.keys.get(c.req.Policy), c.want)
+	}
+	// Each call keeps its own command; later appends may move args and
+	// nwin, never into these.
+	buf.cmds = append(buf.cmds, scriptCall{calls: calls, res: res,
+		args: buf.args[a:len(buf.args):len(buf.args)], nwin: buf.nwin[w:len(buf.nwin):len(buf.nwin)]})
+}
+
+// sendAll sends each group to its dest, in parallel.
+func (b *batcher) sendAll(ctx context.Context, groups []group) {
+	if len(groups) == 1 {
+		b.sendGroup(ctx, &groups[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.sendGroup(ctx, &groups[i])
+		}()
+	}
+	wg.Wait()
+}
+
+// sendGroup sends g's calls through its dest's breaker. While the
+// breaker is open, the calls fail at once with ErrCircuitOpen.
+func (b *batcher) sendGroup(ctx context.Context, g *group) {
+	d := g.d
+	if d == nil {
+		return
+	}
+	s := b.s
+	d.used.Store(time.Now().UnixNano())
+	left := timeLeft(ctx)
+	ran := false
+	_, err := d.breaker.Execute(func() (any, error) {
+		ran = true
+		b.exec(ctx, g)
+		return nil, s.account(ctx, left, d, g.cmds)
+	})
+	if !ran {
+		err = circuitOpen(d, err)
+		for i := range g.cmds {
+			g.cmds[i].err = err
+		}
+	}
+}
+
+// exec sends g's calls and reads their replies. A call answered NOSCRIPT
+// is sent again as EVAL, and one answered TRYAGAIN (its keys split
+// mid-migration; it ran nowhere) again after a pause, together in the
+// next pass. A failed node call has the Cluster client reload its slot
+// map, as go-redis does for the commands it routes itself, so the next
+// rounds go where the slots now live.
+func (b *batcher) exec(ctx context.Context, g *group) {
+	s, d := b.s, g.d
+	var one [1]*scriptCall
+	pending := one[:0]
+	for i := range g.cmds {
+		pending = append(pending, &g.cmds[i])
+	}
+	for try := 1; ; try++ {
+		if len(pending) == 1 {
+			sc := pending[0]
+			sc.reply, sc.err = s.send(ctx, d.p, sc.args, d.server)
+		} else {
+			s.pipeline(ctx, d.p, pending)
+		}
+		again, wait := pending[:0], false
+		for _, sc := range pending {
+			switch {
+			case sc.err == nil: // the common case, without errors.As's work
+			case isNoScript(sc.err):
+				sc.args[0], sc.args[1] = "eval", takeSource
+				again = append(again, sc)
+			case isTryAgain(sc.err):
+				wait = true
+				again = append(again, sc)
+			}
+		}
+		if len(again) == 0 || try > maxTryAgain ||
+			wait && !pause(ctx, time.Duration(try)*10*time.Millisecond) {
+			break
+		}
+		pending = again
+	}
+	failed := false
+	for i := range g.cmds {
+		sc := &g.cmds[i]
+		if sc.err == nil {
+			sc.err = parseReply(&sc.reply, func(i int) int { return sc.nwin[i] }, sc.res, d.undeclared)
+			sc.read = sc.err == nil
+		} else {
+			failed = true
+		}
+	}
+	if cr, ok := b.router.(clusterRouter); ok && failed && d.undeclared {
+		cr.c.ReloadState(ctx)
+	}
+}
+
+// pipeline sends calls in one pipeline of p, which routes each.
+func (s *Store) pipeline(ctx context.Context, p redis.UniversalClient, calls []*scriptCall) {
+	pipe := p.Pipeline()
+	cmds := make([]scriptCmd, len(calls))
+	for i, sc := range calls {
+		cmds[i] = scriptCmd{redis.NewCmd(ctx, sc.args...)}
+		_ = pipe.Process(ctx, cmds[i])
+	}
+	s.stats.roundTrips.Add(uint64(len(calls)))
+	_, _ = pipe.Exec(ctx) // each command holds its own error
+	for i, sc := range calls {
+		v, err := cmds[i].Result()
+		sc.reply, sc.err = replyReader{parsed: v, isParsed: true}, err
+	}
+}
+
+// account names the errors of calls, sent to d with left of the round's
+// time: a call that spent its time queued in the client is not an
+// outage; the last error is kept for d's health events. It returns what
+// d's breaker counts: nothing when the server answered any call, else the
+// first outage, else the first error.
+func (s *Store) account(ctx context.Context, left time.Duration, d *dest, calls []scriptCall) error {
+	var first, outage error
+	answered := false
+	for i := range calls {
+		sc := &calls[i]
+		if sc.err == nil {
+			answered = true
+			continue
+		}
+		if errors.Is(sc.err, ErrBadReply) {
+			continue
+		}
+		sc.err = s.queued(left, named(deadlineErr(ctx, sc.err)))
+		if !isQueued(sc.err) {
+			d.lastErr.Store(&sc.err)
+		}
+		if first == nil {
+			first = sc.err
+		}
+		if outage == nil && isOutage(sc.err) {
+			outage = sc.err
+		}
+	}
+	switch {
+	case answered:
+		return nil
+	case outage != nil:
+		return outage
+	}
+	return first
+}
