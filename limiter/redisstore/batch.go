@@ -17,21 +17,23 @@ import (
 // many decisions, which cuts both the client's and the server's cost per
 // decision. The Plain path is the same loop with rounds of one.
 //
-// More rounds start when queueing would outlast the timeout: a decision
-// that would wait for the running rounds' replies and then for its own
-// longer than the timeout allows (from the measured round trip) starts a
-// round of its own, up to maxInFlight, what the pools hold. So a burst
-// on a slow link is decided, not timed out, while a fast Redis keeps the
-// few large rounds that use it best.
+// More rounds start when queueing would outlast the timeout, from the
+// measured round trip: a decision that would wait for the running rounds'
+// replies and then for its own longer than the timeout allows starts a
+// round that lingers a moment, to gather the rest of the burst, before it
+// is sent; as many such rounds as the burst needs, up to maxInFlight, what
+// the pools hold. So a burst on a slow link is decided, not timed out,
+// while a fast Redis keeps the few large rounds that use it best.
 type batcher struct {
 	s      *Store
 	router router
 	slots  *dest // a Cluster's slot calls, for decisions found off their master
 	mu     sync.Mutex
 	queue  []*call
-	// running counts the rounds in flight; closed refuses new calls and
-	// guards wg.Add against close's wait.
-	running, size, inFlight, maxInFlight int
+	// running counts the rounds in flight, lingering those of them not
+	// yet sent; closed refuses new calls and guards wg.Add against
+	// close's wait.
+	running, lingering, size, inFlight, maxInFlight int
 	closed                               bool
 	rtt                                  atomic.Int64 // moving average of a round's time, ns
 	wg                                   sync.WaitGroup
@@ -78,14 +80,18 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64, dead
 		return result{}, limiter.ErrClosed
 	}
 	b.queue = append(b.queue, c)
-	start := b.running < b.inFlight || b.running < b.maxInFlight && b.late(len(b.queue))
-	if start {
+	start := b.running < b.inFlight
+	linger := !start && b.running < b.maxInFlight && b.late(len(b.queue))
+	if start || linger {
 		b.running++
 		b.wg.Add(1)
 	}
+	if linger {
+		b.lingering++
+	}
 	b.mu.Unlock()
-	if start {
-		go b.loop()
+	if start || linger {
+		go b.loop(linger)
 	}
 	select {
 	case <-c.done:
@@ -100,20 +106,35 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64, dead
 	}
 }
 
-// late reports whether the q'th queued call, left to the running rounds,
-// would be answered after the timeout: in the worst case each running
-// round has just been sent, so the call is taken after one round trip
-// per size calls queued ahead of it per round, and then needs one more,
-// and it must be taken with a quarter of the timeout left. Called with
-// b.mu held.
+// late reports whether the q'th queued call would be answered after the
+// timeout: the lingering rounds take the first size calls each; the rest
+// wait for a running round's reply (in the worst case each has just been
+// sent), one round trip per size calls per round queued ahead of them,
+// and then need one more, all within three quarters of the timeout (the
+// rest is the margin for a round trip slower than the average); and a
+// call must be taken with a quarter of the timeout left. Called with b.mu
+// held.
 func (b *batcher) late(q int) bool {
 	rtt := time.Duration(b.rtt.Load())
-	if rtt == 0 {
+	q -= b.lingering * b.size
+	if rtt == 0 || q <= 0 {
 		return false
 	}
-	taken := time.Duration((q-1)/(b.running*b.size)+1) * rtt
+	busy := b.running - b.lingering
+	if busy <= 0 {
+		return true
+	}
+	taken := time.Duration((q-1)/(busy*b.size)+1) * rtt
 	t := b.s.cfg.timeout
-	return taken+rtt > t || taken > t-t/4
+	return taken+rtt > t-t/4 || taken > t-t/4
+}
+
+// lingerFor returns how long a round started for a burst waits before it
+// is sent: half of what the timeout leaves beside a round trip, at most a
+// quarter of the timeout.
+func (b *batcher) lingerFor() time.Duration {
+	t := b.s.cfg.timeout
+	return min(t/4, max(0, (t-time.Duration(b.rtt.Load()))/2))
 }
 
 // observe adds a round that took d to the moving average of a round's
@@ -127,15 +148,23 @@ func (b *batcher) observe(d time.Duration) {
 	b.rtt.Store(old - old/8 + int64(d)/8)
 }
 
-// loop sends rounds until the queue is empty.
-func (b *batcher) loop() {
+// loop sends rounds until the queue is empty, the first after lingering
+// (linger) to gather a burst.
+func (b *batcher) loop(linger bool) {
 	defer b.wg.Done()
 	var (
 		batch []*call
 		buf   roundBuf
 	)
+	if linger {
+		time.Sleep(b.lingerFor())
+	}
 	for {
 		b.mu.Lock()
+		if linger {
+			b.lingering--
+			linger = false
+		}
 		n := min(len(b.queue), b.size)
 		if n == 0 {
 			b.running--
