@@ -34,9 +34,9 @@ type batcher struct {
 	// yet sent; closed refuses new calls and guards wg.Add against
 	// close's wait.
 	running, lingering, size, inFlight, maxInFlight int
-	closed                               bool
-	rtt                                  atomic.Int64 // moving average of a round's time, ns
-	wg                                   sync.WaitGroup
+	closed                                          bool
+	rtt                                             atomic.Int64 // moving average of a round's time, ns
+	wg                                              sync.WaitGroup
 }
 
 // A call is one decision waiting in the batcher.
