@@ -42,10 +42,29 @@ func BenchmarkAllow(b *testing.B) {
 	b.Run("layered/keys=10000/parallel", func(b *testing.B) {
 		benchAllow(b, MustPolicy("bench", PerMinute(1<<30), PerSecond(1<<30)), 10_000, true)
 	})
+	// A store at its bound: 100,000 keys in turn through 8,192 counters,
+	// so nearly every call is a key the store no longer holds, inserted by
+	// evicting another.
+	for _, parallel := range []bool{false, true} {
+		name := "bound=8192/keys=100000/serial"
+		if parallel {
+			name = "bound=8192/keys=100000/parallel"
+		}
+		b.Run(name, func(b *testing.B) {
+			benchAllow(b, MustPolicy("bench", PerMinute(1<<30)), 100_000, parallel, WithMaxKeys(8192))
+		})
+	}
 }
 
-func benchAllow(b *testing.B, p *Policy, nkeys int, parallel bool) {
-	l, err := New(p, WithClock(frozenClock{noon}))
+// benchAllow runs Limiter.Allow over nkeys keys, on a store of its own
+// made with opts.
+func benchAllow(b *testing.B, p *Policy, nkeys int, parallel bool, opts ...MemoryOption) {
+	st, err := NewMemoryStore(append([]MemoryOption{WithSweepInterval(0)}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	l, err := New(p, WithClock(frozenClock{noon}), WithStore(st))
 	if err != nil {
 		b.Fatal(err)
 	}
