@@ -23,7 +23,7 @@ var (
 	// ErrCircuitOpen reports a decision refused by the breaker of the
 	// server it belongs to, open after that server kept failing: nothing
 	// was sent.
-	ErrCircuitOpen = errors.New("redisstore: circuit breaker open")
+	ErrCircuitOpen error = &reasonError{"circuit_open", errors.New("redisstore: circuit breaker open")}
 	// ErrNilClient reports a nil client passed to New. It wraps
 	// ErrInvalidOption, as every configuration error of New does.
 	ErrNilClient = fmt.Errorf("%w: client is nil", ErrInvalidOption)
@@ -60,7 +60,7 @@ func (e *reasonError) Reason() string { return e.reason }
 // "out_of_memory" (Redis answered OOM), "permission_denied" (NOPERM),
 // "read_only", "loading", "busy", "cluster_down", "master_down",
 // "no_replicas", "try_again", "error_reply" (another error reply),
-// "timeout", "unreachable" (a network error), "circuit_open",
+// "timeout", "unavailable" (a network error), "circuit_open",
 // "bad_reply", "corrupt_value"; "" for other errors. Errors that carry a
 // reason also have a method Reason() string, for code that does not
 // import this package.
@@ -96,7 +96,7 @@ func named(err error) error {
 		re redis.Error
 		ne net.Error
 	)
-	phrase := "unreachable"
+	phrase := "unavailable"
 	switch {
 	case errors.As(err, &r):
 		return err
@@ -104,7 +104,11 @@ func named(err error) error {
 		phrase = "timeout"
 	case errors.As(err, &re):
 		code, _, _ := strings.Cut(re.Error(), " ")
-		if phrase = replyPhrases[code]; phrase == "" {
+		switch phrase = replyPhrases[code]; {
+		case phrase != "":
+		case strings.Contains(re.Error(), "user executing the script can't run"):
+			phrase = "permission denied" // an ACL refusal inside a script
+		default:
 			phrase = "error reply"
 		}
 	}

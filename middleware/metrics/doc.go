@@ -6,7 +6,7 @@
 // (labels that would identify clients and grow without bound):
 //
 //	ratelimit_decisions_total{policy, outcome}     outcome: allowed, denied, shadow_denied, error, key_error
-//	ratelimit_store_errors_total{policy, reason}   reason: canceled, timeout, closed, unavailable, circuit_open, invalid, other
+//	ratelimit_store_errors_total{policy, reason}   reason: canceled, timeout, closed, unavailable, circuit_open, invalid, other, or the store's own (out_of_memory, permission_denied, ...)
 //	ratelimit_decision_duration_seconds{policy}    histogram of the limiter's answer time
 //
 // A policy's decision series are created, at zero, for every outcome when

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/limiter/redisstore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/sony/gobreaker/v2"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
@@ -232,8 +232,9 @@ func TestReason(t *testing.T) {
 		{"deadline", fmt.Errorf("take: %w", context.DeadlineExceeded), "timeout"},
 		{"net_timeout", &net.OpError{Op: "read", Err: timeoutErr{}}, "timeout"},
 		{"closed", fmt.Errorf("x: %w", limiter.ErrClosed), "closed"},
-		{"breaker_open", fmt.Errorf("redisstore: %w", gobreaker.ErrOpenState), "circuit_open"},
-		{"breaker_half_open_full", gobreaker.ErrTooManyRequests, "circuit_open"},
+		{"breaker_open", fmt.Errorf("take: %w", redisstore.ErrCircuitOpen), "circuit_open"},
+		{"breaker_half_open_full", reasoned("circuit_open"), "circuit_open"},
+		{"store_named", fmt.Errorf("take: %w", reasoned("out_of_memory")), "out_of_memory"},
 		{"refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, "unavailable"},
 		{"invalid_cost", limiter.ErrInvalidCost, "invalid"},
 		{"invalid_key", limiter.ErrInvalidKey, "invalid"},
@@ -248,6 +249,12 @@ func TestReason(t *testing.T) {
 		})
 	}
 }
+
+// reasoned is an error that names its reason, as the Redis store's do.
+type reasoned string
+
+func (r reasoned) Error() string  { return string(r) }
+func (r reasoned) Reason() string { return string(r) }
 
 type timeoutErr struct{}
 

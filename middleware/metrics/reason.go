@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net"
 
-	"github.com/sony/gobreaker/v2"
-
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -20,8 +18,15 @@ import (
 //	unavailable   the store could not be reached (a network error)
 //	invalid       the request was invalid (cost ≤ 0, empty key, bad policy)
 //	other         anything else
+//
+// An error with a method Reason() string names its own reason, as the
+// Redis store's errors do (redisstore.Reason: out_of_memory,
+// permission_denied, read_only, loading, ...).
 func Reason(err error) string {
-	var netErr net.Error
+	var (
+		netErr net.Error
+		named  interface{ Reason() string }
+	)
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "canceled"
@@ -31,8 +36,8 @@ func Reason(err error) string {
 		return "timeout"
 	case errors.Is(err, limiter.ErrClosed):
 		return "closed"
-	case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
-		return "circuit_open"
+	case errors.As(err, &named):
+		return named.Reason()
 	case netErr != nil:
 		return "unavailable"
 	case errors.Is(err, limiter.ErrInvalidCost), errors.Is(err, limiter.ErrInvalidKey), errors.Is(err, limiter.ErrInvalidPolicy):
