@@ -158,8 +158,9 @@ func TestPerAddressLimiterBoundsFlood(t *testing.T) {
 // maxmemory (3 MB here, to be quick), the flood fills Redis; from then on
 // Redis stays at its bound, and the decisions that would charge fail with
 // OOM, the flood's and honest clients' alike (a 500), while refusals,
-// which write nothing, still answer. (Now and then one write fits, after
-// connection buffers shrink.)
+// which write nothing, still answer. Redis hovers at its bound (a write
+// fits whenever connection buffers shrink), so the share of honest
+// requests refused varies: 71 to 199 of 200 in the runs measured.
 func TestPerKeyFloodUnderNoeviction(t *testing.T) {
 	c := startRedis(t, "3mb", "noeviction")
 	h := perKeyOnly(t, newStore(t, c))
@@ -184,9 +185,9 @@ func TestPerKeyFloodUnderNoeviction(t *testing.T) {
 	if codes[http.StatusInternalServerError] < floodRequests/4 {
 		t.Fatalf("flood of %d fresh keys into 3 MB: got statuses %v, want at least %d × 500 (OOM)", floodRequests, codes, floodRequests/4)
 	}
-	if failed := honestCodes[http.StatusInternalServerError]; failed < honestRequests*3/4 {
+	if failed := honestCodes[http.StatusInternalServerError]; failed < honestRequests/4 {
 		t.Errorf("honest clients during the flood at maxmemory: got statuses %v, want at least %d × 500 (OOM)",
-			honestCodes, honestRequests*3/4)
+			honestCodes, honestRequests/4)
 	}
 	t.Logf("flood statuses %v; Redis full at %d keys, used_memory %d B; honest clients then: %v",
 		codes, full, info(t, c, "memory", "used_memory"), honestCodes)
