@@ -45,9 +45,13 @@ func TestFloodMillionKeysAtDefaultBound(t *testing.T) {
 	}
 }
 
-// TestFloodPastBoundEvictsAndCounts: a flood far past the bound evicts
-// current counters, a legitimate client's among them, and that client's
-// budget starts again: the documented price of a bounded store.
+// TestFloodPastBoundEvictsAndCounts: a flood far past the bound of keys
+// that each spend their whole budget evicts current counters, a
+// legitimate client's among them, and that client's budget starts again:
+// the documented price of a bounded store. Its flood's counters are as
+// spent as the client's, so eviction cannot tell them apart; a flood of
+// fresh keys that spend less is evicted first (see
+// TestMemoryStoreFloodKeepsSpentBudgets).
 func TestFloodPastBoundEvictsAndCounts(t *testing.T) {
 	const bound = 1024
 	st := newTestStore(t, WithMaxKeys(bound), WithShards(4))
@@ -57,7 +61,9 @@ func TestFloodPastBoundEvictsAndCounts(t *testing.T) {
 		take(t, st, p, legit, noon)
 	}
 	for i := range 100 * bound {
-		take(t, st, p, "flood-"+strconv.Itoa(i), noon)
+		for range 5 {
+			take(t, st, p, "flood-"+strconv.Itoa(i), noon)
+		}
 	}
 	if st.Len() != bound {
 		t.Errorf("Len %d, want the bound %d", st.Len(), bound)

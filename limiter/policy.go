@@ -93,9 +93,11 @@ type Policy struct {
 // start (id × ms) stays within ±msBound/2, so Decide can test whether a
 // stored id is current with a multiplication instead of a division, and
 // the instant's distance from that start (both within ±2^62) cannot
-// overflow.
+// overflow. perUnit is maxSpent/limit, so that the memory store finds how
+// spent a count is with a multiplication (see packCount).
 type span struct {
 	ms, maxID int64
+	perUnit   float64
 }
 
 // NewPolicy validates the rates (see Rate for the bounds; errors wrap
@@ -128,7 +130,7 @@ func NewPolicy(name string, rates ...Rate) (*Policy, error) {
 			}
 		}
 		ms := r.Window.Milliseconds()
-		spans[i] = span{ms: ms, maxID: msBound / 2 / ms}
+		spans[i] = span{ms: ms, maxID: msBound / 2 / ms, perUnit: maxSpent / float64(r.Limit)}
 		fmt.Fprintf(&id, ":%d/%d", r.Limit, ms)
 	}
 	h := fnv.New64a()

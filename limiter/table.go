@@ -117,23 +117,52 @@ func (t *counts) remove(i int) {
 	t.n--
 }
 
-// evictOther removes one entry that is not h, scanning from a position
-// derived from h, and reports whether there was one.
-func (t *counts) evictOther(h uint64) bool {
+// cheapest returns the index and value of the least value among probes
+// sampled slots, empty ones and skip's left out, and whether there was
+// one. Values compare as unsigned numbers; an entry holding the greatest,
+// ^0, is taken only by the fallback below. The slots read are those the top bits of from, from + φ·2^64,
+// from + 2φ·2^64 ... pick (a Weyl sequence, spread over the table whatever
+// from is), so every entry is as likely to be sampled as any other.
+// Taking the first entry after a point instead would favour the heads of
+// runs, and evicting the cheap ones among those would leave the dear
+// entries at the heads, sampled ever more often. The probes are a fixed
+// number, not a number of entries found, so that the loop has no branch
+// on what it reads, which a random table would mispredict. If every slot
+// read was empty or skip's, the first other entry after the last is taken.
+func (t *counts) cheapest(skip, from uint64, probes int) (best int, v uint64, ok bool) {
 	if t.n == 0 {
-		return false
+		return 0, 0, false
 	}
-	h = fix(h)
-	mask := len(t.slots) - 1
-	start := int(h*0x9E3779B97F4A7C15>>t.shift) & mask
-	for k := range len(t.slots) {
-		i := (start + k) & mask
-		if s := t.slots[i].h; s != 0 && s != h {
-			t.remove(i)
-			return true
+	skip = fix(skip)
+	v = ^uint64(0)
+	i := 0
+	for range probes {
+		i = int(from >> t.shift)
+		from += 0x9E3779B97F4A7C15
+		s := t.slots[i]
+		c := uint64(s.c)
+		if s.h == 0 {
+			c = ^uint64(0)
 		}
+		if s.h == skip {
+			c = ^uint64(0)
+		}
+		if c < v {
+			best = i
+		}
+		v = min(v, c)
 	}
-	return false
+	if v != ^uint64(0) {
+		return best, v, true
+	}
+	mask := len(t.slots) - 1
+	for range len(t.slots) {
+		if s := t.slots[i]; s.h != 0 && s.h != skip {
+			return i, uint64(s.c), true
+		}
+		i = (i + 1) & mask
+	}
+	return 0, 0, false
 }
 
 // reset empties the table, keeping its slots if it held few entries and
@@ -158,7 +187,7 @@ func log2(n int) int {
 
 // lookup returns the slot index for h (allocating the first slots if the
 // table has none), h's count and whether h is present. The index is valid
-// until the table next changes shape (set, del, evictOther, reset).
+// until the table next changes shape (set, del, remove, reset).
 func (t *counts) lookup(h uint64) (int, int64, bool) {
 	if t.slots == nil {
 		t.slots = make([]slot, minSlots)

@@ -65,20 +65,27 @@ func applyOps(t *testing.T, data []byte) {
 			delete(model, k)
 		case 3:
 			before := tab.n
-			if tab.evictOther(k) {
+			if i, v, ok := tab.cheapest(k, uint64(op)<<56, int(op%7)+1); ok {
+				if got := uint64(tab.slots[i].c); got != v {
+					t.Fatalf("cheapest(%#x) = slot %d, value %d; the slot holds %d", k, i, v, got)
+				}
+				tab.remove(i)
 				if tab.n != before-1 {
-					t.Fatalf("evictOther: n %d -> %d", before, tab.n)
+					t.Fatalf("cheapest and remove: n %d -> %d", before, tab.n)
 				}
 				for h := range model {
 					if _, ok := tab.get(h); !ok {
 						if h == k {
-							t.Fatalf("evictOther(%#x) evicted the key itself", k)
+							t.Fatalf("cheapest(%#x) chose the key itself", k)
+						}
+						if uint64(model[h]) != v {
+							t.Fatalf("cheapest(%#x) = value %d, but removed %#x holds %d", k, v, h, model[h])
 						}
 						delete(model, h)
 					}
 				}
 			} else if len(model) > 1 || len(model) == 1 && model[k] == 0 {
-				t.Fatalf("evictOther found nothing in %d entries", len(model))
+				t.Fatalf("cheapest found nothing in %d entries", len(model))
 			}
 		case 4:
 			if op > 200 {
