@@ -11,33 +11,65 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A Cluster is three Redis Cluster masters on loopback ports, with no
-// replicas, slots split evenly by redis-cli --cluster create.
+// A Cluster is three Redis Cluster masters on loopback ports, slots
+// split evenly by redis-cli --cluster create, with a replica each when
+// started by StartClusterWithReplicas.
 type Cluster struct {
-	Nodes []*Server
+	Nodes []*Server // the masters, then the replicas
 }
 
-// StartCluster starts a three-master cluster and waits until every node
-// reports cluster_state:ok. The nodes stop when the test ends.
+// StartCluster starts a three-master cluster with no replicas and waits
+// until every node reports cluster_state:ok. The nodes stop when the test
+// ends.
 func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	return startCluster(t, 3, 0, "2000")
+}
+
+// StartClusterWithReplicas starts three masters with one replica each
+// (six nodes, paired as redis-cli assigns them), a node timeout of
+// nodeTimeoutMS, and extra arguments for every node, and waits until
+// every node reports cluster_state:ok and every replica is in sync, so
+// that each can be promoted. The first sync starts at once (Redis 7
+// waits 5 s by default, during which a replica could not take over).
+func StartClusterWithReplicas(t testing.TB, nodeTimeoutMS int, args ...string) *Cluster {
+	t.Helper()
+	c := startCluster(t, 6, 1, strconv.Itoa(nodeTimeoutMS), append([]string{"--repl-diskless-sync-delay", "0"}, args...)...)
+	deadline := time.Now().Add(20 * time.Second)
+	for _, n := range c.Nodes {
+		for {
+			info, err := exec.Command("redis-cli", "-p", strconv.Itoa(n.Port()), "info", "replication").Output()
+			if err == nil && (strings.Contains(string(info), "role:master") || strings.Contains(string(info), "master_link_status:up")) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redistest: replica %s not in sync: %v\n%s", n.Addr(), err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c
+}
+
+func startCluster(t testing.TB, nodes, replicas int, nodeTimeout string, args ...string) *Cluster {
 	t.Helper()
 	c := &Cluster{}
 	var addrs []string
-	for range 3 {
+	for range nodes {
 		dir := t.TempDir()
-		n := StartServer(t, "--cluster-enabled", "yes",
-			"--cluster-config-file", dir+"/nodes.conf",
-			"--cluster-node-timeout", "2000")
+		n := StartServer(t, append([]string{"--cluster-enabled", "yes",
+			"--cluster-config-file", dir + "/nodes.conf",
+			"--cluster-node-timeout", nodeTimeout}, args...)...)
 		c.Nodes = append(c.Nodes, n)
 		addrs = append(addrs, n.Addr())
 	}
-	args := append([]string{"--cluster", "create"}, addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	out, err := exec.Command("redis-cli", args...).CombinedOutput()
+	cmd := append([]string{"--cluster", "create"}, addrs...)
+	cmd = append(cmd, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	out, err := exec.Command("redis-cli", cmd...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for _, n := range c.Nodes {
 		for {
 			info, err := exec.Command("redis-cli", "-p", strconv.Itoa(n.Port()), "cluster", "info").Output()
@@ -53,7 +85,7 @@ func StartCluster(t testing.TB) *Cluster {
 	return c
 }
 
-// Addrs returns the nodes' addresses.
+// Addrs returns the nodes' addresses, masters first.
 func (c *Cluster) Addrs() []string {
 	a := make([]string, len(c.Nodes))
 	for i, n := range c.Nodes {

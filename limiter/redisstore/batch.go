@@ -207,8 +207,8 @@ func (b *batcher) send(batch []*call, buf *roundBuf) {
 	if len(live) == 0 {
 		return
 	}
-	if b.round(live, deadline, buf) {
-		b.observe(time.Since(now))
+	if took := b.round(live, deadline, buf); took > 0 {
+		b.observe(took)
 	}
 }
 

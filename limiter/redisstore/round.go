@@ -68,51 +68,63 @@ type group struct {
 	cmds []scriptCall
 }
 
-// round sends live, due by deadline, and hands each call its result. It
-// reports whether any server answered.
-func (b *batcher) round(live []*call, deadline time.Time, buf *roundBuf) bool {
+// round sends live, due by deadline, and hands each call its result as
+// soon as its dest has answered: a server slow to fail holds up only its
+// own decisions. It returns the longest time a dest that answered took
+// (0 when none answered), the round trip the batcher measures.
+func (b *batcher) round(live []*call, deadline time.Time, buf *roundBuf) time.Duration {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	b.build(ctx, live, buf)
-	b.sendAll(ctx, buf.groups)
-	answered := false
-	var moved []*call
-	for i := range buf.groups {
-		for j := range buf.groups[i].cmds {
-			sc := &buf.groups[i].cmds[j]
-			answered = answered || sc.read
-			for k, c := range sc.calls {
-				switch {
-				case sc.read && sc.res[k].elsewhere:
-					moved = append(moved, c) // answered by its own call below
-				case sc.read:
-					c.res, c.err = sc.res[k], nil
-					c.done <- struct{}{}
-				default:
-					c.err = sc.err
-					c.done <- struct{}{}
-				}
-			}
+	var (
+		mu    sync.Mutex
+		moved []*call
+		took  time.Duration
+	)
+	b.sendAll(ctx, buf.groups, func(g *group, d time.Duration) {
+		var answered bool
+		m := deliver(g, &answered)
+		mu.Lock()
+		moved = append(moved, m...)
+		if answered {
+			took = max(took, d)
 		}
-	}
+		mu.Unlock()
+	})
 	clear(buf.args)
 	if len(moved) > 0 {
 		b.s.stats.resent.Add(uint64(len(moved)))
 		var again roundBuf
 		b.perSlot(b.slots, moved, &again)
-		b.sendAll(ctx, again.groups)
-		for _, sc := range again.groups[0].cmds {
-			for k, c := range sc.calls {
-				if sc.read {
-					c.res, c.err = sc.res[k], nil
-				} else {
-					c.err = sc.err
-				}
+		b.sendAll(ctx, again.groups, func(g *group, _ time.Duration) {
+			var answered bool
+			deliver(g, &answered) // a slot call never finds its keys elsewhere
+		})
+	}
+	return took
+}
+
+// deliver hands each call of g its result, except those a node call found
+// off its master, which it returns; answered reports whether any call of
+// g was answered.
+func deliver(g *group, answered *bool) (moved []*call) {
+	for i := range g.cmds {
+		sc := &g.cmds[i]
+		*answered = *answered || sc.read
+		for k, c := range sc.calls {
+			switch {
+			case sc.read && sc.res[k].elsewhere:
+				moved = append(moved, c) // answered by its own call
+			case sc.read:
+				c.res, c.err = sc.res[k], nil
+				c.done <- struct{}{}
+			default:
+				c.err = sc.err
 				c.done <- struct{}{}
 			}
 		}
 	}
-	return answered
+	return moved
 }
 
 // build routes live and builds the round's groups in buf: live is
@@ -250,10 +262,16 @@ func (b *batcher) appendCmd(calls []*call, res []result, undeclared bool, buf *r
 		args: buf.args[a:len(buf.args):len(buf.args)], nwin: buf.nwin[w:len(buf.nwin):len(buf.nwin)]})
 }
 
-// sendAll sends each group to its dest, in parallel.
-func (b *batcher) sendAll(ctx context.Context, groups []group) {
+// sendAll sends each group to its dest, in parallel, and calls done with
+// each group, and how long it took, as soon as it is back.
+func (b *batcher) sendAll(ctx context.Context, groups []group, done func(*group, time.Duration)) {
+	one := func(g *group) {
+		start := time.Now()
+		b.sendGroup(ctx, g)
+		done(g, time.Since(start))
+	}
 	if len(groups) == 1 {
-		b.sendGroup(ctx, &groups[0])
+		one(&groups[0])
 		return
 	}
 	var wg sync.WaitGroup
@@ -261,7 +279,7 @@ func (b *batcher) sendAll(ctx context.Context, groups []group) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b.sendGroup(ctx, &groups[i])
+			one(&groups[i])
 		}()
 	}
 	wg.Wait()

@@ -1,0 +1,210 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// TestClusterMasterKilled: on three masters with a replica each, kill -9
+// of one master under load from four replicas of the application fails
+// at most 1% of the decisions for keys on the two surviving masters
+// (each master has its own breaker, and a round delivers each master's
+// answers as they come); no window admits more than its limit, and once
+// the replica is promoted every window is exact again. The cluster keeps
+// serving the surviving masters' slots (cluster-require-full-coverage
+// no); a CLUSTERDOWN would be Redis's own answer and is not counted.
+// Before, a dead master opened the one breaker of the store, and 16% of
+// the survivors' decisions failed.
+func TestClusterMasterKilled(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		replicas, callers int // callers per replica
+		oneKeyEach        bool
+	}{
+		// Many keys per caller: every round mixes every master's keys.
+		{"mixed_keys", 4, 8, false},
+		// A key per caller, two of six on the dead master: small rounds,
+		// some with only the dead master's keys (which opened the one
+		// breaker of the store before).
+		{"one_key_per_caller", 1, 6, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			masterKilled(t, tc.replicas, tc.callers, tc.oneKeyEach)
+		})
+	}
+}
+
+func masterKilled(t *testing.T, replicas, callers int, oneKeyEach bool) {
+	const limit = 40
+	cl := redistest.StartClusterWithReplicas(t, 1000, "--cluster-require-full-coverage", "no")
+	prefix := testPrefix(t)
+	p := limiter.MustPolicy("kill", limiter.PerSecond(limit))
+	var (
+		keys   []string
+		victim string
+		onDead = map[string]bool{}
+	)
+	probe := cl.Client(t)
+	for i := 0; len(keys) < 48; i++ {
+		k := fmt.Sprintf("k%d", i)
+		n, err := probe.MasterForKey(context.Background(), tag(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if victim == "" {
+			victim = n.Options().Addr
+		}
+		onDead[k] = n.Options().Addr == victim
+		keys = append(keys, k)
+	}
+	if oneKeyEach { // two callers on the dead master's keys, the rest elsewhere
+		var dead, alive []string
+		for _, k := range keys {
+			if onDead[k] {
+				dead = append(dead, k)
+			} else {
+				alive = append(alive, k)
+			}
+		}
+		keys = append(dead[:2], alive[:callers-2]...)
+	}
+	var limiters []*limiter.Limiter
+	for range replicas {
+		s, err := New(cl.Client(t), WithPrefix(prefix), WithOverLimitCache(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		l, err := limiter.New(p, limiter.WithStore(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		limiters = append(limiters, l)
+	}
+	type tally struct{ admitted, attempts, failed int }
+	var (
+		mu            sync.Mutex
+		windows       = map[string]map[int64]*tally{} // key → window id → tally
+		live, liveErr int
+		firstErrs     []string
+		killed        atomic.Int64 // Unix ns of the kill
+		recovered     atomic.Int64 // Unix ns of the first decision on the dead master's keys after it
+		stop          atomic.Bool
+		wg            sync.WaitGroup
+	)
+	for r, l := range limiters {
+		for c := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := r*callers + c; !stop.Load(); i++ {
+					k := keys[i%len(keys)]
+					if oneKeyEach {
+						k = keys[c]
+					}
+					began := time.Now().UnixNano()
+					d, err := l.Allow(context.Background(), k, 1)
+					now := time.Now()
+					at := now
+					if err == nil {
+						at = d.DecidedAt()
+					}
+					id := at.UnixMilli() / 1000
+					mu.Lock()
+					if windows[k] == nil {
+						windows[k] = map[int64]*tally{}
+					}
+					w := windows[k][id]
+					if w == nil {
+						w = &tally{}
+						windows[k][id] = w
+					}
+					w.attempts++
+					switch {
+					case err != nil:
+						w.failed++
+					case d.Allowed:
+						w.admitted++
+					}
+					after := killed.Load() != 0 && began > killed.Load()
+					if after && onDead[k] && err == nil && recovered.Load() == 0 {
+						recovered.Store(now.UnixNano())
+					}
+					if after && !onDead[k] && recovered.Load() == 0 {
+						live++
+						if err != nil && !strings.Contains(err.Error(), "CLUSTERDOWN") {
+							liveErr++
+							if len(firstErrs) < 5 {
+								firstErrs = append(firstErrs, err.Error())
+							}
+						}
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // load before the kill
+	for _, n := range cl.Nodes {
+		if n.Addr() == victim {
+			killed.Store(time.Now().UnixNano())
+			n.Kill()
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for recovered.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	rec := recovered.Load()
+	if rec != 0 {
+		time.Sleep(2500 * time.Millisecond) // two whole windows after recovery
+	}
+	stop.Store(true)
+	wg.Wait()
+	if rec == 0 {
+		var nodes string
+		for _, n := range cl.Nodes {
+			if n.Addr() != victim {
+				nodes, _ = redistest.Client(t, n.Addr()).ClusterNodes(context.Background()).Result()
+				break
+			}
+		}
+		t.Fatalf("the dead master's keys were never decided again in 20 s; cluster nodes:\n%s", nodes)
+	}
+	outage := time.Duration(rec - killed.Load())
+	t.Logf("dead master %s; its keys decided again %v after the kill; surviving masters' keys in that time: %d decisions, %d failed by the store (%.2f%%), e.g. %q",
+		victim, outage, live, liveErr, 100*float64(liveErr)/float64(max(1, live)), firstErrs)
+	if live == 0 || liveErr*100 > live {
+		t.Errorf("surviving masters' keys: %d of %d decisions failed, want at most 1%%", liveErr, live)
+	}
+	exactFrom := time.Unix(0, rec).UnixMilli()/1000 + 1 // the first whole window after recovery
+	checked := 0
+	for k, ws := range windows {
+		for id, w := range ws {
+			if w.admitted > limit {
+				t.Errorf("%s (dead master's: %v), window %d: admitted %d, over the limit %d", k, onDead[k], id, w.admitted, limit)
+			}
+			if id >= exactFrom && w.failed == 0 && w.attempts > limit && stop.Load() {
+				if _, last := ws[id+1]; !last {
+					continue // the window the load stopped in
+				}
+				checked++
+				if w.admitted != limit {
+					t.Errorf("%s, window %d after recovery: admitted %d of %d attempts, want exactly %d", k, id, w.admitted, w.attempts, limit)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no whole window after recovery was checked: the test proved less")
+	}
+}
