@@ -29,7 +29,7 @@ const (
 var hotContenders = []contender{
 	{"redis_rate", redisRate},
 	{"fixedwindow_batch", replica()},
-	{"fixedwindow_lease", replica(redisstore.WithLeases(redisstore.DefaultLeaseHorizon, redisstore.DefaultLeaseDivisor))},
+	{"fixedwindow_lease", replica(redisstore.WithLeases(0, 0))},
 }
 
 // replica builds one replica of the store under a prefix shared by the

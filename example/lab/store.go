@@ -52,7 +52,7 @@ func openStore(ctx context.Context, cfg storeConfig) (limiter.Store, func() erro
 		c := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ContextTimeoutEnabled: true})
 		var opts []redisstore.Option
 		if cfg.Lease {
-			opts = append(opts, redisstore.WithLeases(redisstore.DefaultLeaseHorizon, redisstore.DefaultLeaseDivisor))
+			opts = append(opts, redisstore.WithLeases(0, 0))
 		}
 		s, err := redisstore.New(c, opts...)
 		if err != nil {

@@ -22,7 +22,7 @@ var t0 = time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC)
 
 // prefix is the key prefix of every store here: each test has a server of
 // its own, so the default's length ("rl:") is what the figures carry.
-const prefix = redisstore.DefaultPrefix
+const prefix = "rl:" // the store's default prefix
 
 // startRedis starts a throwaway redis-server with maxmemory (a
 // redis-server size, "6mb"; "" for none), an eviction policy and any

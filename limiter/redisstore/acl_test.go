@@ -194,7 +194,7 @@ func aclScenario(client redis.UniversalClient, admin redis.UniversalClient, pref
 
 	// Leases: one replica asking for its key in turn until refused spends
 	// every unit it leased, so it admits exactly the limit.
-	ll, ls, err := open(WithLeases(DefaultLeaseHorizon, 2))
+	ll, ls, err := open(WithLeases(defaultLeaseHorizon, 2))
 	if err != nil {
 		return err
 	}

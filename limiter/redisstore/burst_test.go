@@ -35,7 +35,7 @@ func TestBurstOnSlowLink(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, PoolSize: 20})
 			t.Cleanup(func() { c.Close() })
 			s := newStore(t, c, WithTimeout(timeout))
-			if capacity := DefaultBatchSize * s.batch.maxInFlight; capacity < tc.callers {
+			if capacity := defaultBatchSize * s.batch.maxInFlight; capacity < tc.callers {
 				t.Fatalf("capacity %d < %d callers: the test proves nothing", capacity, tc.callers)
 			}
 			p := limiter.MustPolicy("burst", limiter.PerHour(10))

@@ -229,8 +229,8 @@ func TestCorruptValueWithoutExpiryHeals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ttl <= 0 || ttl > time.Minute+DefaultExpiryMargin {
-				t.Fatalf("PTTL after a refusal = %v, want the window's expiry, within %v", ttl, time.Minute+DefaultExpiryMargin)
+			if ttl <= 0 || ttl > time.Minute+defaultExpiryMargin {
+				t.Fatalf("PTTL after a refusal = %v, want the window's expiry, within %v", ttl, time.Minute+defaultExpiryMargin)
 			}
 			var v string
 			if clock == ServerClock {

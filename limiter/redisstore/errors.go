@@ -24,14 +24,14 @@ var (
 	// server it belongs to, open after that server kept failing: nothing
 	// was sent.
 	ErrCircuitOpen error = &reasonError{"circuit_open", errors.New("redisstore: circuit breaker open")}
-	// ErrNilClient reports a nil client passed to New. It wraps
+	// errNilClient reports a nil client passed to New. It wraps
 	// ErrInvalidOption, as every configuration error of New does.
-	ErrNilClient = fmt.Errorf("%w: client is nil", ErrInvalidOption)
-	// ErrContextTimeout reports a client built without
+	errNilClient = fmt.Errorf("%w: client is nil", ErrInvalidOption)
+	// errContextTimeout reports a client built without
 	// ContextTimeoutEnabled: its socket reads ignore deadlines, so no
 	// decision could be bounded in time.
 	// It wraps ErrInvalidOption.
-	ErrContextTimeout = fmt.Errorf("%w: client must set ContextTimeoutEnabled so that decisions are bounded in time", ErrInvalidOption)
+	errContextTimeout = fmt.Errorf("%w: client must set ContextTimeoutEnabled so that decisions are bounded in time", ErrInvalidOption)
 	// ErrInvalidOption reports an option with a value out of range.
 	ErrInvalidOption = errors.New("redisstore: invalid option")
 	// ErrBadReply reports a script reply that does not have the expected

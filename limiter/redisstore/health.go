@@ -38,21 +38,42 @@ func (h Health) String() string {
 	return "healthy"
 }
 
-// An Event reports a change of one destination's health or, with
-// From == To and Err wrapping ErrCorruptValue, a corrupt value found in
-// Redis (its Redis key is in Err's text). The zero Event is not sent.
+// An EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// HealthChanged: a destination's breaker went From → To.
+	HealthChanged EventKind = iota
+	// CorruptValue: a decision found a value in Redis the store did not
+	// write (Err wraps ErrCorruptValue and names its Redis key). The key
+	// is refused until the value expires or is deleted.
+	CorruptValue
+	// RiskyMemoryPolicy: New found a server whose maxmemory settings turn
+	// a flood of fresh keys against the limit (noeviction with maxmemory
+	// set: every decision fails with OOM once Redis is full; LRU, TTL or
+	// random eviction: spent counters evicted, their budgets start
+	// again). Err names the server and what to set instead. The store
+	// works all the same.
+	RiskyMemoryPolicy
+)
+
+// An Event is something the operator should know: a change of one
+// destination's health, a corrupt value, a risky server setting. The zero
+// Event is not sent.
 type Event struct {
-	// Node names the destination: a server's address (a single node, a
-	// Cluster master, a Ring shard), "cluster" for the calls go-redis
-	// routes by slot, "client" on the Plain path; empty for a corrupt
-	// value.
-	Node     string
+	Kind EventKind
+	// Node names the destination of a HealthChanged: a server's address
+	// (a single node, a Cluster master, a Ring shard), "cluster" for the
+	// calls go-redis routes by slot, "client" on the Plain path.
+	Node string
+	// From and To are the health before and after a HealthChanged.
 	From, To Health
 	// Policy is the failure policy now answering (To != Healthy) or that
 	// answered until now (To == Healthy).
 	Policy FailurePolicy
-	// Err is the failure that opened the breaker, or the corrupt value;
-	// nil on other changes. Reason(Err) names it.
+	// Err is the failure that opened the breaker, the corrupt value or
+	// the risky setting; nil on other changes. Reason(Err) names a
+	// failure.
 	Err error
 }
 
@@ -73,7 +94,7 @@ func (s *Store) reportCorrupt(req *limiter.Request, r *result) {
 		if keys == nil {
 			keys = appendKeys(nil, s.cfg.prefix, req.Key, s.keys.get(req.Policy), n, s.cfg.clock, req.Now.UnixMilli())
 		}
-		s.cfg.observer(Event{From: Healthy, To: Healthy, Policy: s.cfg.failure,
+		s.cfg.observer(Event{Kind: CorruptValue, Policy: s.cfg.failure,
 			Err: fmt.Errorf("%w: key %q", ErrCorruptValue, keys[i])})
 	}
 }
@@ -119,7 +140,7 @@ func (s *Store) newBreaker(d *dest) *gobreaker.CircuitBreaker[any] {
 			if s.cfg.observer == nil {
 				return
 			}
-			e := Event{Node: d.name, From: health(from), To: health(to), Policy: s.cfg.failure}
+			e := Event{Kind: HealthChanged, Node: d.name, From: health(from), To: health(to), Policy: s.cfg.failure}
 			if to == gobreaker.StateOpen {
 				if p := d.lastErr.Load(); p != nil {
 					e.Err = *p

@@ -11,17 +11,12 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
-// Defaults of WithLeases.
+// Defaults of WithLeases, and how many keys a store tracks for leasing.
 const (
-	// DefaultLeaseHorizon is how far ahead a lease is sized: a key's
-	// lease covers about its local rate times this.
-	DefaultLeaseHorizon = 50 * time.Millisecond
-	// DefaultLeaseDivisor caps each lease at limit/64 (at least 1).
-	DefaultLeaseDivisor = 64
+	defaultLeaseHorizon = 50 * time.Millisecond
+	defaultLeaseDivisor = 64
+	defaultLeaseKeys    = 1 << 14
 )
-
-// defaultLeaseKeys bounds how many keys a store tracks for leasing.
-const defaultLeaseKeys = 1 << 14
 
 // WithLeases lets a hot key be decided on this replica without a round
 // trip. A request that goes to Redis may also take a lease of part of its
@@ -33,9 +28,9 @@ const defaultLeaseKeys = 1 << 14
 // the earliest of its windows ends.
 //
 // A lease is sized from the key's local rate: about the rate times
-// horizon (default DefaultLeaseHorizon), never more than the rate times
-// the time left in the window, and at most max(1, limit/divisor)
-// (default DefaultLeaseDivisor) for the policy's smallest limit. A key
+// horizon (0: the default, 50ms), never more than the rate times the time
+// left in the window, and at most max(1, limit/divisor) (0: the default,
+// 64) for the policy's smallest limit. A key
 // seen once in its window leases nothing, as without leases. Units leased
 // and not spent when the window ends are lost (stranded): when demand from
 // R replicas exceeds the limit, each window still admits at least
@@ -43,8 +38,15 @@ const defaultLeaseKeys = 1 << 14
 // and for what a lease does while Redis is away.
 //
 // horizon must be in (0, 1h] and a whole number of milliseconds, divisor
-// ≥ 1; anything else makes New return an error wrapping ErrInvalidOption.
+// ≥ 1 (or either 0); anything else makes New return an error wrapping
+// ErrInvalidOption.
 func WithLeases(horizon time.Duration, divisor int64) Option {
+	if horizon == 0 {
+		horizon = defaultLeaseHorizon
+	}
+	if divisor == 0 {
+		divisor = defaultLeaseDivisor
+	}
 	return func(c *config) { c.lease = leaseConfig{on: true, horizon: horizon, divisor: divisor} }
 }
 

@@ -25,7 +25,7 @@ func ExampleWithLeases() {
 		client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 		defer client.Close()
 		store, err := redisstore.New(client, redisstore.WithPrefix(prefix),
-			redisstore.WithLeases(redisstore.DefaultLeaseHorizon, 10)) // leases of at most 100/10
+			redisstore.WithLeases(0, 10)) // the default horizon; leases of at most 100/10
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func TestWithLeasesValidates(t *testing.T) {
 			}
 		})
 	}
-	s, err := New(sharedClient(t), WithLeases(DefaultLeaseHorizon, DefaultLeaseDivisor))
+	s, err := New(sharedClient(t), WithLeases(defaultLeaseHorizon, defaultLeaseDivisor))
 	if err != nil {
 		t.Fatalf("New(WithLeases(defaults)): %v", err)
 	}

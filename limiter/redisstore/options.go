@@ -8,19 +8,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Defaults of New.
+// Defaults of New, each named in its option's documentation.
 const (
-	DefaultPrefix          = "rl:"
-	DefaultTimeout         = 100 * time.Millisecond
-	DefaultExpiryMargin    = 2 * time.Second
-	DefaultBreakerFailures = 5
-	DefaultBreakerOpen     = time.Second
-	DefaultCacheSize       = 1 << 14
-	DefaultBatchSize       = 64
-	DefaultBatchInFlight   = 4
-	// MaxBatchSize bounds WithBatching's size: the script unpacks every
+	defaultPrefix          = "rl:"
+	defaultTimeout         = 100 * time.Millisecond
+	defaultExpiryMargin    = 2 * time.Second
+	defaultBreakerFailures = 5
+	defaultBreakerOpen     = time.Second
+	defaultCacheSize       = 1 << 14
+	defaultBatchSize       = 64
+	defaultBatchInFlight   = 4
+	// maxBatchSize bounds WithBatching's size: the script unpacks every
 	// key of a call onto Lua's stack (at most 4 windows per request).
-	MaxBatchSize = 1024
+	maxBatchSize = 1024
 )
 
 // A ClockSource says whose clock places a request in its window.
@@ -168,19 +168,19 @@ type config struct {
 
 func defaults() config {
 	return config{
-		prefix:          DefaultPrefix,
-		timeout:         DefaultTimeout,
-		margin:          DefaultExpiryMargin,
+		prefix:          defaultPrefix,
+		timeout:         defaultTimeout,
+		margin:          defaultExpiryMargin,
 		divisor:         1,
-		breakerFailures: DefaultBreakerFailures,
-		breakerOpen:     DefaultBreakerOpen,
-		cacheSize:       DefaultCacheSize,
-		batchSize:       DefaultBatchSize,
-		batchInFlight:   DefaultBatchInFlight,
+		breakerFailures: defaultBreakerFailures,
+		breakerOpen:     defaultBreakerOpen,
+		cacheSize:       defaultCacheSize,
+		batchSize:       defaultBatchSize,
+		batchInFlight:   defaultBatchInFlight,
 	}
 }
 
-// WithPrefix sets the prefix of every key (default DefaultPrefix). It may
+// WithPrefix sets the prefix of every key (default "rl:"). It may
 // not contain '{' or '}', which would move the Cluster hash tag.
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
@@ -189,13 +189,13 @@ func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 // two keep different keys.
 func WithClockSource(s ClockSource) Option { return func(c *config) { c.clock = s } }
 
-// WithTimeout bounds each decision (default DefaultTimeout), on top of the
-// request's own context. When it passes, the failure policy answers; the
+// WithTimeout bounds each decision (default 100ms), on top of the
+// request's own context, waiting for a lease included. When it passes, the failure policy answers; the
 // script may still have run in Redis and charged the request.
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 // WithExpiryMargin sets how long a window's key outlives the window's end
-// (default DefaultExpiryMargin, a whole number of milliseconds): the slack
+// (default 2s, a whole number of milliseconds): the slack
 // for replicas whose clocks lag.
 func WithExpiryMargin(d time.Duration) Option { return func(c *config) { c.margin = d } }
 
@@ -204,7 +204,9 @@ func WithExpiryMargin(d time.Duration) Option { return func(c *config) { c.margi
 func WithFailurePolicy(f FailurePolicy) Option { return func(c *config) { c.failure = f } }
 
 // WithFallbackDivisor divides each limit by n (at least 1 remains) in the
-// in-memory fallback of FailLocal (default 1). Use the replica count.
+// in-memory fallback of FailLocal (default 1). Use the replica count. It
+// applies only with WithFailurePolicy(FailLocal): New refuses it with
+// another policy.
 func WithFallbackDivisor(n int) Option { return func(c *config) { c.divisor = int64(n) } }
 
 // WithObserver registers a function called on every change of health and
@@ -212,27 +214,29 @@ func WithFallbackDivisor(n int) Option { return func(c *config) { c.divisor = in
 // synchronously on the path of a decision and must not block.
 func WithObserver(f func(Event)) Option { return func(c *config) { c.observer = f } }
 
-// WithBreaker sets the circuit breaker: it opens after failures
-// consecutive failed round trips (default DefaultBreakerFailures), and
-// while open no call reaches Redis: the failure policy answers at once.
-// After openFor (default DefaultBreakerOpen) one probe is let through; its
-// success closes the breaker.
+// WithBreaker sets the circuit breakers, one per server (a single node, a
+// Cluster master, a Ring shard): a server's opens after failures
+// consecutive failed round trips to it (default 5), and while open no
+// call reaches that server: the failure policy answers its decisions at
+// once. After openFor (default 1s) one probe is let through; its success
+// closes the breaker.
 func WithBreaker(failures int, openFor time.Duration) Option {
 	return func(c *config) { c.breakerFailures, c.breakerOpen = failures, openFor }
 }
 
 // WithOverLimitCache bounds the over-limit cache to n keys (default
-// DefaultCacheSize); 0 disables it. A key found over its limit in a window
+// 16384); 0 disables it. A key found over its limit in a window
 // is refused locally, with no round trip, until that window ends.
 func WithOverLimitCache(n int) Option { return func(c *config) { c.cacheSize = n } }
 
-// WithBatching sizes the batches of a store on a *redis.Client (a single
-// node or Sentinel failover): at most size decisions per script call
-// (default DefaultBatchSize) and at most inFlight calls at once (default
-// DefaultBatchInFlight). On a *redis.ClusterClient (a *redis.Ring) a
-// batch of up to size decisions makes one script call per master (per
-// shard), sent to them in parallel, and at most inFlight/2 (at least 1)
-// such batches run at once.
+// WithBatching sizes the rounds that concurrent decisions share: at most
+// size decisions per round (default 64, at most 1024), which makes one
+// script call on a single node (or Sentinel's master) and one per master
+// (per shard) on a Cluster (a Ring), and inFlight rounds at once (default
+// 4; half as many, at least 1, on a Cluster or a Ring) while the round
+// trip is short beside the timeout. More rounds start, up to the
+// connections of the pool, when a burst on a slow link would otherwise
+// wait past the timeout.
 func WithBatching(size, inFlight int) Option {
 	return func(c *config) { c.batchSize, c.batchInFlight = size, inFlight }
 }
@@ -251,6 +255,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: failure policy %d", ErrInvalidOption, c.failure)
 	case c.divisor < 1:
 		return fmt.Errorf("%w: fallback divisor %d must be ≥ 1", ErrInvalidOption, c.divisor)
+	case c.divisor != 1 && c.failure != FailLocal:
+		return fmt.Errorf("%w: fallback divisor %d applies only to FailLocal, not to fail %v", ErrInvalidOption, c.divisor, c.failure)
 	case c.breakerFailures < 1 || c.breakerOpen <= 0:
 		return fmt.Errorf("%w: breaker needs failures ≥ 1 and an open time > 0, got %d and %v",
 			ErrInvalidOption, c.breakerFailures, c.breakerOpen)
@@ -258,9 +264,9 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: over-limit cache size %d must be ≥ 0", ErrInvalidOption, c.cacheSize)
 	case c.path > pathPlain:
 		return fmt.Errorf("%w: path %d", ErrInvalidOption, c.path)
-	case c.batchSize < 1 || c.batchSize > MaxBatchSize || c.batchInFlight < 1:
+	case c.batchSize < 1 || c.batchSize > maxBatchSize || c.batchInFlight < 1:
 		return fmt.Errorf("%w: batching needs size in [1, %d] and in-flight ≥ 1, got %d and %d",
-			ErrInvalidOption, MaxBatchSize, c.batchSize, c.batchInFlight)
+			ErrInvalidOption, maxBatchSize, c.batchSize, c.batchInFlight)
 	}
 	return c.lease.validate()
 }

@@ -101,7 +101,7 @@ func TestOverLimitCacheBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := s.CachedKeys(); n == 0 || n > 128 {
+	if n := s.Stats().CachedKeys; n == 0 || n > 128 {
 		t.Fatalf("cached keys after 1000 full keys: got %d, want 1..128", n)
 	}
 }
@@ -138,7 +138,7 @@ func TestResetRacingDecision(t *testing.T) {
 				t.Fatal("the hook did not run")
 			}
 			if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
-				t.Fatalf("after Reset: %+v, %v; want admitted (cached keys %d)", d, err, s.CachedKeys())
+				t.Fatalf("after Reset: %+v, %v; want admitted (cached keys %d)", d, err, s.Stats().CachedKeys)
 			}
 		})
 	}
@@ -173,8 +173,8 @@ func TestServerClockCacheIgnoresAppClock(t *testing.T) {
 			t.Fatalf("call %d: %+v, %v", i, d, err)
 		}
 	}
-	if s.CachedKeys() != 1 {
-		t.Fatalf("cached keys %d, want 1: the full key", s.CachedKeys())
+	if s.Stats().CachedKeys != 1 {
+		t.Fatalf("cached keys %d, want 1: the full key", s.Stats().CachedKeys)
 	}
 	tm, err := c.Time(ctx).Result()
 	if err != nil {

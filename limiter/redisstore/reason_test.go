@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -26,19 +27,20 @@ func TestErrorRepliesNamed(t *testing.T) {
 		setup  func(t *testing.T, admin *redis.Client, prefix string) *redis.Client
 		reason string
 		text   string
+		risky  bool // New reports the memory policy as risky
 	}{
 		{"out_of_memory", AppClock, func(t *testing.T, admin *redis.Client, _ string) *redis.Client {
 			// Any write is over a 1-byte maxmemory under noeviction.
 			set(t, admin, "maxmemory-policy", "noeviction")
 			set(t, admin, "maxmemory", "1")
 			return admin
-		}, "out_of_memory", "out of memory"},
+		}, "out_of_memory", "out of memory", true},
 		{"permission_denied_server_clock", ServerClock, func(t *testing.T, admin *redis.Client, prefix string) *redis.Client {
 			return aclUser(t, admin, prefix, "hmget")
-		}, "permission_denied", "permission denied"},
+		}, "permission_denied", "permission denied", false},
 		{"permission_denied_app_clock", AppClock, func(t *testing.T, admin *redis.Client, prefix string) *redis.Client {
 			return aclUser(t, admin, prefix, "mget")
-		}, "permission_denied", "permission denied"},
+		}, "permission_denied", "permission denied", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.StartServer(t)
@@ -52,7 +54,7 @@ func TestErrorRepliesNamed(t *testing.T) {
 			}
 			t.Cleanup(func() { s.Close() })
 			p := limiter.MustPolicy("named", limiter.PerMinute(10))
-			for i := range 2 * DefaultBreakerFailures {
+			for i := range 2 * defaultBreakerFailures {
 				d, err := s.Take(context.Background(), limiter.Request{Key: "fresh", Policy: p, Now: t0, Cost: 1})
 				switch {
 				case d.Allowed || err == nil:
@@ -63,12 +65,31 @@ func TestErrorRepliesNamed(t *testing.T) {
 					t.Fatalf("decision %d: %v; the breaker opened on an answer", i, err)
 				}
 			}
+			if tc.risky { // the check New started answers within its timeout
+				for deadline := time.Now().Add(memoryCheckTimeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					ev.mu.Lock()
+					n := len(ev.got)
+					ev.mu.Unlock()
+					if n > 0 {
+						break
+					}
+				}
+			}
 			ev.mu.Lock()
 			defer ev.mu.Unlock()
-			if len(ev.got) != 0 {
-				t.Fatalf("events %+v; want none (no outage, no corrupt value)", ev.got)
+			var other []Event
+			risky := 0
+			for _, e := range ev.got {
+				if e.Kind == RiskyMemoryPolicy && strings.Contains(e.Err.Error(), "noeviction") {
+					risky++
+				} else {
+					other = append(other, e)
+				}
 			}
-			if st := s.Stats(); st.Failures != 2*DefaultBreakerFailures || st.Decisions != 0 {
+			if len(other) != 0 || tc.risky != (risky == 1) {
+				t.Fatalf("events %+v; want none (no outage, no corrupt value) but for the risky memory policy (%v)", ev.got, tc.risky)
+			}
+			if st := s.Stats(); st.Failures != 2*defaultBreakerFailures || st.Decisions != 0 {
 				t.Fatalf("stats %+v; want every decision a failure", st)
 			}
 		})

@@ -88,15 +88,15 @@ func TestReplicasShareOneLimit(t *testing.T) {
 	}
 }
 
-// TestLargestBatch decides batches of MaxBatchSize requests of four
+// TestLargestBatch decides batches of maxBatchSize requests of four
 // windows each (4,096 keys in one script call): no error, every window
 // charged.
 func TestLargestBatch(t *testing.T) {
 	p := limiter.MustPolicy("big", limiter.Rate{Limit: 5, Window: 250 * time.Millisecond},
 		limiter.PerSecond(6), limiter.PerMinute(7), limiter.PerHour(8))
-	s := newStore(t, sharedClient(t), WithBatching(MaxBatchSize, 1))
+	s := newStore(t, sharedClient(t), WithBatching(maxBatchSize, 1))
 	l := newLimiter(t, p, s, limitertest.New(t0))
-	const calls = 3 * MaxBatchSize
+	const calls = 3 * maxBatchSize
 	var (
 		wg   sync.WaitGroup
 		bad  atomic.Int64

@@ -157,7 +157,7 @@ func TestRingBatchShardDown(t *testing.T) {
 	for _, k := range append(slices.Clone(onDead), onLive...) {
 		reqs = append(reqs, limiter.Request{Key: k, Policy: p, Now: t0, Cost: 1})
 	}
-	for round := range 2 * DefaultBreakerFailures {
+	for round := range 2 * defaultBreakerFailures {
 		for i, c := range sendTogether(t, s, reqs) {
 			isDead := i < len(onDead)
 			switch {

@@ -40,6 +40,9 @@ type Store struct {
 
 	closed atomic.Bool
 	stats  counters
+	// checks runs the memory policy check New starts; stop ends it.
+	checks sync.WaitGroup
+	stop   context.CancelFunc
 }
 
 var _ limiter.Store = (*Store)(nil)
@@ -73,18 +76,20 @@ type Stats struct {
 	// Cluster is resharded), charged nothing there and sent again to where
 	// the slot lives.
 	Resent uint64
+	// CachedKeys is how many keys the over-limit cache holds now.
+	CachedKeys int
 }
 
 // New returns a store on client, which may be a single node, a failover
 // (Sentinel) client, a Cluster client or a Ring, built with
 // ContextTimeoutEnabled so that each decision's deadline reaches the
-// socket; New returns ErrContextTimeout otherwise. The client's retries
+// socket; New returns errContextTimeout otherwise. The client's retries
 // and redirects may stay as they are: the store sends its script calls
 // as commands go-redis never sends twice (see the package documentation).
 // The store does not own the client: close the client after the store.
 func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if client == nil {
-		return nil, ErrNilClient
+		return nil, errNilClient
 	}
 	cfg := defaults()
 	for _, o := range opts {
@@ -132,6 +137,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		size, inFlight = 1, max(pool, 1)
 	}
 	s.batch = newBatcher(s, r, slots, size, inFlight, pool)
+	s.checkMemoryPolicy()
 	if cfg.failure == FailLocal {
 		fb, err := limiter.NewMemoryStore()
 		if err != nil {
@@ -159,6 +165,28 @@ func poolSize(client redis.UniversalClient) int {
 	return 0
 }
 
+// memoryCheckTimeout bounds the memory policy check New starts.
+const memoryCheckTimeout = 2 * time.Second
+
+// checkMemoryPolicy reports a risky maxmemory setting to the observer,
+// asking the servers in the background (New does no I/O of its own); a
+// server that does not answer or refuses CONFIG is not reported.
+func (s *Store) checkMemoryPolicy() {
+	ctx, cancel := context.WithTimeout(context.Background(), memoryCheckTimeout)
+	s.stop = cancel
+	if s.cfg.observer == nil {
+		return
+	}
+	s.checks.Add(1)
+	go func() {
+		defer s.checks.Done()
+		if risk, _ := memoryPolicyRisk(ctx, s.client); risk != "" {
+			s.cfg.observer(Event{Kind: RiskyMemoryPolicy, Policy: s.cfg.failure,
+				Err: errors.New("redisstore: " + risk)})
+		}
+	}()
+}
+
 // perNodePool returns the connections of one server's pool, set as n in
 // a Cluster's or Ring's options (go-redis's default when n is 0).
 func perNodePool(n int) int {
@@ -174,15 +202,15 @@ func checkContextTimeout(c redis.UniversalClient) error {
 	switch c := c.(type) {
 	case *redis.Client:
 		if !c.Options().ContextTimeoutEnabled {
-			return ErrContextTimeout
+			return errContextTimeout
 		}
 	case *redis.ClusterClient:
 		if !c.Options().ContextTimeoutEnabled {
-			return ErrContextTimeout
+			return errContextTimeout
 		}
 	case *redis.Ring:
 		if !c.Options().ContextTimeoutEnabled {
-			return ErrContextTimeout
+			return errContextTimeout
 		}
 	}
 	return nil
@@ -421,11 +449,9 @@ func (s *Store) Stats() Stats {
 		Degraded:   s.stats.degraded.Load(),
 		Leased:     s.stats.leased.Load(),
 		Resent:     s.stats.resent.Load(),
+		CachedKeys: s.cache.len(),
 	}
 }
-
-// CachedKeys returns how many keys the over-limit cache holds.
-func (s *Store) CachedKeys() int { return s.cache.len() }
 
 // Close stops the store: later calls return limiter.ErrClosed. It waits
 // for batches in flight (each bounded by the timeout), then closes the
@@ -433,6 +459,8 @@ func (s *Store) CachedKeys() int { return s.cache.len() }
 // is left to its owner. Close is idempotent.
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	s.stop()
+	s.checks.Wait()
 	if s.batch != nil {
 		s.batch.close()
 	}

@@ -26,20 +26,22 @@ func TestNewValidates(t *testing.T) {
 		opts   []Option
 		want   error
 	}{
-		{"nil_client", nil, nil, ErrNilClient},
-		{"client_without_context_timeouts", noCtx, nil, ErrContextTimeout},
-		{"ring_without_context_timeouts", noCtxRing, nil, ErrContextTimeout},
+		{"nil_client", nil, nil, errNilClient},
+		{"client_without_context_timeouts", noCtx, nil, errContextTimeout},
+		{"ring_without_context_timeouts", noCtxRing, nil, errContextTimeout},
 		{"brace_in_prefix", c, []Option{WithPrefix("a{b")}, ErrInvalidOption},
 		{"zero_timeout", c, []Option{WithTimeout(0)}, ErrInvalidOption},
 		{"sub_ms_margin", c, []Option{WithExpiryMargin(time.Microsecond)}, ErrInvalidOption},
 		{"zero_divisor", c, []Option{WithFallbackDivisor(0)}, ErrInvalidOption},
+		{"divisor_without_fail_local", c, []Option{WithFallbackDivisor(3)}, ErrInvalidOption},
+		{"divisor_with_fail_open", c, []Option{WithFailurePolicy(FailOpen), WithFallbackDivisor(3)}, ErrInvalidOption},
 		{"unknown_failure_policy", c, []Option{WithFailurePolicy(9)}, ErrInvalidOption},
 		{"unknown_clock", c, []Option{WithClockSource(9)}, ErrInvalidOption},
 		{"breaker_zero_failures", c, []Option{WithBreaker(0, time.Second)}, ErrInvalidOption},
 		{"negative_cache", c, []Option{WithOverLimitCache(-1)}, ErrInvalidOption},
 		{"zero_batch", c, []Option{WithBatching(0, 1)}, ErrInvalidOption},
 		{"nil_option", c, []Option{nil}, ErrInvalidOption},
-		{"batch_too_big_for_lua_stack", c, []Option{WithBatching(MaxBatchSize+1, 1)}, ErrInvalidOption},
+		{"batch_too_big_for_lua_stack", c, []Option{WithBatching(maxBatchSize+1, 1)}, ErrInvalidOption},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -354,14 +356,14 @@ func TestReset(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if s.CachedKeys() != 1 {
-				t.Fatalf("cached keys: got %d, want 1", s.CachedKeys())
+			if s.Stats().CachedKeys != 1 {
+				t.Fatalf("cached keys: got %d, want 1", s.Stats().CachedKeys)
 			}
 			if err := l.Reset(ctx, "k"); err != nil {
 				t.Fatal(err)
 			}
-			if s.CachedKeys() != 0 {
-				t.Fatalf("cached keys after Reset: got %d, want 0", s.CachedKeys())
+			if s.Stats().CachedKeys != 0 {
+				t.Fatalf("cached keys after Reset: got %d, want 0", s.Stats().CachedKeys)
 			}
 			d, err := l.Allow(ctx, "k", 1)
 			if err != nil || !d.Allowed || d.Remaining != 1 {
