@@ -14,7 +14,7 @@
 //	}
 //	d, err := l.Allow(ctx, "client-42", 1) // errors.Is(err, redisstore.ErrUnavailable) when Redis is away
 //
-// # One script per decision
+// # One script call, decided atomically
 //
 // Each decision is one Lua script (take.lua, embedded), run by EVALSHA and
 // re-sent by EVAL when Redis answers NOSCRIPT (after a restart or SCRIPT
@@ -60,15 +60,20 @@
 // # Time and failure
 //
 // Every decision is bounded by a timeout (default 100ms) on top of the
-// caller's context, which is why the client must set
-// ContextTimeoutEnabled. When Redis cannot decide, the FailurePolicy
-// answers: FailClosed (the default) returns an error wrapping
-// ErrUnavailable; FailOpen admits; FailLocal decides with an in-memory
-// store at limit/N. A circuit breaker stops calls to a Redis that keeps
-// failing, and lets one probe through after a while: the store recovers
-// by itself when Redis is back. Each change of health is reported to the
-// observer (WithObserver). Time a decision spends queued under load, in
-// the batch queue, is not counted as Redis failing.
+// caller's context, waiting for another caller's lease included, which is
+// why the client must set ContextTimeoutEnabled. When Redis cannot decide,
+// the FailurePolicy answers: FailClosed (the default) returns an error
+// wrapping ErrUnavailable and the cause, named by Reason (out_of_memory,
+// permission_denied, timeout, ...); FailOpen admits; FailLocal decides
+// with an in-memory store at limit/N. Each server (the single node, each
+// Cluster master, each Ring shard) has its own circuit breaker: one that
+// keeps failing is not called, its decisions answered by the policy at
+// once, until a probe finds it back; the other servers' decisions go on.
+// Each change of health is reported to the observer (WithObserver), with
+// the server's address; Health and HealthByNode say where the store
+// stands. Error replies that are answers (OOM, NOPERM) fail their
+// decisions without opening a breaker. Time a decision spends queued
+// under load is not counted as Redis failing.
 //
 // A decision that timed out or whose context ended may still have been
 // charged: the script may have run in Redis, only its reply given up on.
@@ -81,63 +86,36 @@
 // the client's MaxRetries and MaxRedirects; the client's other commands
 // keep their retries. A Cluster client still follows MOVED and ASK for
 // the script (a redirected script ran nowhere), and the store sends a
-// script answered TRYAGAIN again itself. This was chosen over an
-// idempotent script because it needs no extra state in Redis nor a
-// request id per decision. A hook of the user's own (redis.Hook) that
-// retries commands is outside the store's reach: such a hook must leave
-// EVALSHA and EVAL alone, or check Cmder.NoRetry.
+// script answered TRYAGAIN again itself. A hook of the user's own
+// (redis.Hook) that retries commands is outside the store's reach: such
+// a hook must leave EVALSHA and EVAL alone, or check Cmder.NoRetry.
 //
 // With the HTTP middleware, pick one place to fail open: either the store
-// (FailOpen or FailLocal: the middleware sees no error) or the middleware's
-// own fail-open option on the errors of a FailClosed store. Both may be
-// set; the store's policy then decides first and the middleware's never
-// sees an outage.
+// (FailOpen or FailLocal: the middleware sees no error) or the
+// middleware's own fail-open option on the errors of a FailClosed store.
 //
 // # Sharing round trips
 //
 // A key found over its limit in a window is refused locally until that
 // window ends (the over-limit cache): no round trip. Concurrent decisions
-// share round trips, on the one path that measured fastest for each kind
-// of client. On a *redis.Client (a single node or a Sentinel failover
-// client) the decisions that queue while earlier ones are in flight go out
-// together in one script call (WithBatching sizes it), each decided
-// atomically in turn. On a *redis.ClusterClient the decisions that queue
-// go out together too: one script call per master, for the decisions of
-// every slot it serves (go-redis's slot map tells which), sent straight
-// to the masters in parallel. A decision whose slot has left that master
-// (a resharding, or a failover the client has not seen yet when the old
-// master answers as a replica) is charged nothing there, found before the
-// script writes anything, and is sent again at once in a call of its own
-// that follows MOVED and ASK; Stats.Resent counts them. A call to a master
-// that does not answer fails, its decisions get the error (or the failure
-// policy), and the client reloads its slot map for the next ones. A
-// client that reads from replicas (ReadOnly, RouteByLatency,
-// RouteRandomly) makes one call per slot instead, routed by go-redis. On a
-// *redis.Ring the decisions that queue make one script call per shard, on
-// the shard the Ring routes their keys to, the shards in parallel; a shard
-// that is down fails its decisions until the Ring's heartbeat takes it out
-// (the Ring moves no keys: its keys then start afresh on the other
-// shards, as the Ring's own commands would). A master or shard down fails
-// only its own decisions: the breaker counts a round as an outage only
-// when no server answered it.
+// share rounds: the decisions that queue while earlier ones are in flight
+// go out together, one script call per server, each decided atomically
+// in turn, the servers in parallel. On a *redis.Client (a single node or
+// a Sentinel failover client) that is one call; on a *redis.ClusterClient
+// one per master serving their slots (go-redis's slot map), sent straight
+// to it, declaring no key; a decision whose slot has left that master is
+// charged nothing there and sent again at once in a call that follows
+// MOVED and ASK (Stats.Resent). A client that reads from replicas
+// (ReadOnly, RouteByLatency, RouteRandomly) makes one call per slot,
+// routed by go-redis. On a *redis.Ring, one call per shard the Ring
+// routes their keys to; a shard that is down fails its decisions until
+// the Ring's heartbeat takes it out. When the round trip is long beside
+// the timeout, more rounds start for a burst, up to the pool's
+// connections. docs/performance.md has the figures.
 //
 // Calls per master or shard go to that node's own client, so hooks added
 // with the ClusterClient's or the Ring's AddHook (tracing, metrics) do not
 // see them. Add such hooks to every node's client instead: in
-// ClusterOptions.NewClient or RingOptions.NewClient, which build them, or
-// with ForEachMaster or ForEachShard, plus OnNewNode for nodes added
-// later.
-//
-// Measured on a shared 2-core machine, 64 concurrent callers, medians of
-// 6 runs (see docs/performance.md for the commands): on one node,
-// batching made 2.0 times as many decisions per second as one call per
-// decision through go-redis's autopipeliner (measured as a baseline; the
-// store does not use it) and 3.4 times as many as plain calls, with 0.09
-// Redis commands per decision; on a three-master Cluster, one call per
-// master made 1.45 times as many as one call per slot, which had made
-// 1.3 to 1.4 times as many as the autopipeliner; on a Ring of three
-// shards, one call per shard made 2.4 times as many as plain calls.
-// Against the fastest peer, in the run that docs/performance.md reports:
-// 2.5 times on one node, 2.2 times on a Cluster, 2.6 times on a Ring,
-// with 0.09, 0.12 and 0.12 script calls per decision.
+// ClusterOptions.NewClient or RingOptions.NewClient, or with
+// ForEachMaster or ForEachShard, plus OnNewNode for nodes added later.
 package redisstore
