@@ -1,6 +1,9 @@
 package limiter
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // A Decision is the answer to one request: admitted or not, and what the
 // client may be told about the window that decided. A denial is a Decision
@@ -34,6 +37,28 @@ type Decision struct {
 
 	nowMs     int64 // the instant decided at, Unix ms
 	remaining [MaxWindows]int64
+	uncharged bool // admitted without a charge: nothing to refund
+}
+
+// Uncharged returns d marked as charged to nothing, for a store that
+// admits without counting (a fail-open answer while its backend is away):
+// refunding it returns nothing.
+func Uncharged(d Decision) Decision {
+	d.uncharged = true
+	return d
+}
+
+// Refundable reports whether d charged windows of policy p that a refund
+// may return to, for stores: an admission that was charged, made under a
+// policy of p's id (an error otherwise).
+func Refundable(d Decision, p *Policy) (bool, error) {
+	switch {
+	case !d.Allowed || d.uncharged || d.Policy == nil:
+		return false, nil
+	case d.Policy.ID() != p.ID():
+		return false, fmt.Errorf("%w: refund of a decision under policy %q, not %q", ErrInvalidPolicy, d.Policy.Name(), p.Name())
+	}
+	return true, nil
 }
 
 // A WindowStatus describes one window of a layered policy after a decision.

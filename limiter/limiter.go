@@ -196,6 +196,19 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	return l.store.Reset(ctx, key, l.policy, l.clock.Now())
 }
 
+// Refund returns cost to the windows d charged for key, read the clock
+// once, for a charge that turned out free (the response the request got
+// was not one to count). Each window is refunded only while it is still
+// current (a request charged at 12:00:59.9 and answered at 12:01:00.1
+// refunds nothing) and never below zero; a refusal, or a decision charged
+// to nothing, refunds nothing. See Store.Refund.
+func (l *Limiter) Refund(ctx context.Context, key string, cost int64, d Decision) error {
+	if err := l.check(ctx, key, cost); err != nil {
+		return err
+	}
+	return l.store.Refund(ctx, Request{Key: key, Policy: l.policy, Now: l.clock.Now(), Cost: cost}, d)
+}
+
 // Policy returns the limiter's policy.
 func (l *Limiter) Policy() *Policy { return l.policy }
 

@@ -481,6 +481,40 @@ func (s *MemoryStore) Reset(ctx context.Context, key string, p *Policy, _ time.T
 	return nil
 }
 
+// Refund returns req.Cost to the windows d charged. See Store.
+func (s *MemoryStore) Refund(ctx context.Context, req Request, d Decision) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := req.check(); err != nil {
+		return err
+	}
+	if ok, err := Refundable(d, req.Policy); !ok {
+		return err
+	}
+	p := req.Policy
+	h := s.hash(req.Key, p)
+	sh := &s.shards[h&s.mask]
+	ms := max(min(req.Now.UnixMilli(), msBound), -msBound)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for i, sp := range p.spans {
+		id, _, _ := WindowID(d.nowMs, sp.ms)
+		if now, _, _ := WindowID(ms, sp.ms); now != id {
+			continue // ended: a refund never lends to a later window
+		}
+		for _, t := range sh.tables {
+			if t.windowMs != sp.ms || t.id != id {
+				continue
+			}
+			if slot, c, found := t.counts.lookup(h); found {
+				t.counts.slots[slot].c = packCount(max(0, countOf(c)-req.Cost), p.spans[i])
+			}
+		}
+	}
+	return nil
+}
+
 // Len returns the number of counters held.
 func (s *MemoryStore) Len() int {
 	n := 0

@@ -46,6 +46,17 @@ type Store interface {
 	// store that names windows by the time finds the current ones with
 	// it, and keeps no clock of its own.
 	Reset(ctx context.Context, key string, p *Policy, now time.Time) error
+	// Refund returns req.Cost to the windows that charged, an admission
+	// this store decided for req.Key under req.Policy. Each window is
+	// refunded only while it is still current at req.Now (or at the
+	// store's own clock, as Take's instant is): a refund never lends
+	// budget to a later window. No count goes below zero. A refusal, a
+	// decision charged to nothing (Uncharged) and a window already
+	// ended refund nothing, with no error. Refund is atomic per key, as
+	// Take is, and applied at most once: a store across a network sends it
+	// once, and an error (like Take's) does not say whether it was
+	// applied. Errors for an invalid request charge nothing back.
+	Refund(ctx context.Context, req Request, charged Decision) error
 }
 
 // check reports a request no store should decide: a nil or zero policy, a

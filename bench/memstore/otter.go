@@ -58,6 +58,29 @@ func (s *OtterStore) Reset(ctx context.Context, key string, p *limiter.Policy, _
 	return nil
 }
 
+// Refund returns req.Cost to the windows d charged that are still current
+// at req.Now, never below zero, inside Compute as Take decides.
+func (s *OtterStore) Refund(ctx context.Context, req limiter.Request, d limiter.Decision) error {
+	if ok, err := limiter.Refundable(d, req.Policy); !ok {
+		return err
+	}
+	s.cache.Compute(otterKey{req.Policy.ID(), req.Key}, func(old [limiter.MaxWindows]limiter.State, found bool) ([limiter.MaxWindows]limiter.State, otter.ComputeOp) {
+		if !found {
+			return old, otter.CancelOp
+		}
+		for i := range req.Policy.NumRates() {
+			ms := req.Policy.Rate(i).Window.Milliseconds()
+			charged, _, _ := limiter.WindowID(d.DecidedAt().UnixMilli(), ms)
+			now, _, _ := limiter.WindowID(req.Now.UnixMilli(), ms)
+			if old[i].Window == charged && now == charged {
+				old[i].Count = max(0, old[i].Count-req.Cost)
+			}
+		}
+		return old, otter.WriteOp
+	})
+	return nil
+}
+
 // Len returns the cache's estimated size.
 func (s *OtterStore) Len() int { return s.cache.EstimatedSize() }
 

@@ -1,0 +1,84 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed refund.lua
+var refundSource string
+
+var refundHash = redis.NewScript(refundSource).Hash()
+
+// Refund returns req.Cost to the windows d charged, while each is still
+// current, never below zero (see limiter.Store): in one script call sent
+// at most once (as a charge is), bounded by the timeout, through the
+// client, which routes it by the key's hash tag. Under ServerClock
+// Redis's TIME says whether a window is still current; under AppClock
+// req.Now does. A decision FailLocal made is refunded to the fallback; one
+// FailOpen admitted was charged to nothing. This store's over-limit cache
+// forgets the key, so that its next request asks Redis; other replicas'
+// caches keep refusing it until the window they saw full ends, as after
+// Reset.
+func (s *Store) Refund(ctx context.Context, req limiter.Request, d limiter.Decision) error {
+	if s.closed.Load() {
+		return limiter.ErrClosed
+	}
+	if req.Policy == nil || req.Policy.NumRates() == 0 {
+		return fmt.Errorf("%w: nil or zero Policy", limiter.ErrInvalidPolicy)
+	}
+	if req.Cost <= 0 {
+		return limiter.ErrInvalidCost
+	}
+	if req.Key == "" {
+		return limiter.ErrInvalidKey
+	}
+	if s.fallback != nil && d.Policy != nil && d.Policy != req.Policy && d.Policy == s.fallbackPolicy(req.Policy) {
+		fr := req
+		fr.Policy = d.Policy
+		return s.fallback.Refund(ctx, fr, d)
+	}
+	if ok, err := limiter.Refundable(d, req.Policy); !ok {
+		return err
+	}
+	pk := s.keys.get(req.Policy)
+	n := req.Policy.NumRates()
+	at := d.DecidedAt().UnixMilli()
+	keys := appendKeys(nil, s.cfg.prefix, req.Key, pk, n, s.cfg.clock, at)
+	clock := "a"
+	if s.cfg.clock == ServerClock {
+		clock = "s"
+	}
+	cmd := []any{"evalsha", refundHash, 0}
+	args := []any{clock, req.Cost}
+	for i := range n {
+		id, _, _ := limiter.WindowID(at, pk.wms[i])
+		if now, _, _ := limiter.WindowID(req.Now.UnixMilli(), pk.wms[i]); s.cfg.clock == AppClock && now != id {
+			continue // ended: a refund never lends to a later window
+		}
+		cmd = append(cmd, keys[i])
+		args = append(args, pk.wms[i], strconv.FormatInt(id, 10))
+	}
+	if len(args) == 2 {
+		return nil
+	}
+	cmd[2] = len(args)/2 - 1
+	cmd = append(cmd, args...)
+	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	defer cancel()
+	_, err := s.send(tctx, s.client, cmd, false)
+	if isNoScript(err) {
+		cmd[0], cmd[1] = "eval", refundSource
+		_, err = s.send(tctx, s.client, cmd, false)
+	}
+	s.cache.forget(req.Policy, req.Key)
+	if err != nil {
+		return fmt.Errorf("redisstore: refund: %w", named(deadlineErr(tctx, err)))
+	}
+	return nil
+}

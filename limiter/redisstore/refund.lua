@@ -1,0 +1,57 @@
+-- refund.lua returns a charge to the windows of one request that are still
+-- current, never below zero, atomically. It creates no key and moves no
+-- expiry.
+--
+-- KEYS: the key of each window to refund (with the application's clock,
+--       only those the caller found still current; their names hold the
+--       window charged).
+-- ARGV[1]: clock, "a" or "s" (Redis's TIME: a window is refunded only if
+--          it is both the one charged and the current one).
+-- ARGV[2]: the cost to return.
+-- Then per key: window_ms, the id of the window charged.
+--
+-- A value the store did not write is left alone (nothing to return to);
+-- any other error reply ends the script with it.
+
+local server = ARGV[1] == 's'
+local cost = tonumber(ARGV[2])
+local tnow = 0
+if server then
+  local t = redis.call('TIME')
+  tnow = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function count(v)
+  if type(v) ~= 'string' or #v > 18 or not string.find(v, '^%d+$') then
+    return nil
+  end
+  return tonumber(v)
+end
+
+local refunded = 0
+for i, key in ipairs(KEYS) do
+  local wms = tonumber(ARGV[1 + 2 * i])
+  local charged = ARGV[2 + 2 * i]
+  if server then
+    local h = redis.pcall('HMGET', key, 'w', 'c')
+    if h.err and not string.find(h.err, '^WRONGTYPE') then
+      return h
+    end
+    local c = not h.err and count(h[2])
+    if c and h[1] == charged and string.format('%.0f', math.floor(tnow / wms)) == charged then
+      redis.call('HINCRBY', key, 'c', -math.min(cost, c))
+      refunded = refunded + 1
+    end
+  else
+    local v = redis.pcall('GET', key)
+    if type(v) == 'table' and v.err and not string.find(v.err, '^WRONGTYPE') then
+      return v
+    end
+    local c = count(v)
+    if c and c > 0 then
+      redis.call('DECRBY', key, math.min(cost, c))
+      refunded = refunded + 1
+    end
+  end
+end
+return refunded

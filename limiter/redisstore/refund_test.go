@@ -1,0 +1,184 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestRefund: on every kind of client and under both clocks, a refund
+// returns its cost to the windows that charged, so the next request is
+// admitted; a refund larger than the count takes it to zero, never
+// below; two replicas share the refunded budget; a refusal refunds
+// nothing. Under AppClock a refund after the window's end refunds nothing
+// (ServerClock's boundary is Redis's own: TestRefundServerClockEndedWindow).
+func TestRefund(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t)
+	ring, _ := startRing(t, 2, time.Second)
+	clients := []struct {
+		name string
+		c    func(t *testing.T) redis.UniversalClient
+	}{
+		{"single", func(t *testing.T) redis.UniversalClient { return sharedClient(t) }},
+		{"cluster", func(t *testing.T) redis.UniversalClient { return cl.Client(t) }},
+		{"ring", func(t *testing.T) redis.UniversalClient { return ring }},
+	}
+	for _, kind := range clients {
+		for _, clock := range []ClockSource{AppClock, ServerClock} {
+			t.Run(kind.name+"_"+clock.String(), func(t *testing.T) {
+				p := limiter.MustPolicy("refund", limiter.PerMinute(3), limiter.PerHour(100))
+				prefix := testPrefix(t)
+				clk := limitertest.New(t0.Add(10 * time.Second))
+				var ls []*limiter.Limiter
+				for range 2 { // two replicas
+					s := newStore(t, kind.c(t), WithPrefix(prefix), WithClockSource(clock))
+					ls = append(ls, newLimiter(t, p, s, clk))
+				}
+				if clock == ServerClock {
+					awaitServerWindow(t, kind.c(t), time.Minute)
+				}
+				var last limiter.Decision
+				for i := range 3 {
+					d, err := ls[i%2].Allow(ctx, "k", 1)
+					if err != nil || !d.Allowed {
+						t.Fatalf("request %d: %+v, %v; want admitted", i, d, err)
+					}
+					last = d
+				}
+				refused, err := ls[0].Allow(ctx, "k", 1)
+				if err != nil || refused.Allowed {
+					t.Fatalf("4th request: %+v, %v; want refused", refused, err)
+				}
+				if err := ls[0].Refund(ctx, "k", 1, refused); err != nil {
+					t.Fatalf("refund of a refusal: %v", err)
+				}
+				if d, _ := ls[1].Allow(ctx, "k", 1); d.Allowed {
+					t.Fatalf("a refused request's refund freed a unit: %+v", d)
+				}
+				// Replica 0 refunds what replica 1 charged: replica 1,
+				// whose over-limit cache knows the window full, is not
+				// asked; replica 0 is, and Redis admits.
+				if err := ls[0].Refund(ctx, "k", 1, last); err != nil {
+					t.Fatal(err)
+				}
+				if d, err := ls[0].Allow(ctx, "k", 1); err != nil || !d.Allowed {
+					t.Fatalf("after a refund: %+v, %v; want admitted", d, err)
+				}
+				if d, _ := ls[0].Allow(ctx, "k", 1); d.Allowed {
+					t.Fatalf("the refunded unit spent, still admitted: %+v", d)
+				}
+				// A refund of more than the count takes it to zero.
+				if err := ls[0].Refund(ctx, "k", 10, last); err != nil {
+					t.Fatal(err)
+				}
+				d, err := ls[0].Peek(ctx, "k", 1)
+				if err != nil || !d.Allowed || d.Remaining != 2 {
+					t.Fatalf("after refunding 10 of 3: %+v, %v; want the minute's budget whole (remaining 2 after 1)", d, err)
+				}
+				if w := d.WindowAt(1); w.Remaining != 100-1 {
+					t.Fatalf("hour window after refunding 10 of 4: remaining %d, want %d (counts never below zero)", w.Remaining, 100-1)
+				}
+				if clock == AppClock {
+					// Charged in this minute, refunded in the next: only
+					// the hour's window, still current, gets it back.
+					charged, _ := ls[0].Allow(ctx, "k", 1)
+					clk.Advance(time.Minute)
+					if err := ls[0].Refund(ctx, "k", 1, charged); err != nil {
+						t.Fatal(err)
+					}
+					d, _ := ls[0].Peek(ctx, "k", 1)
+					if d.WindowAt(0).Remaining != 2 || d.WindowAt(1).Remaining != 100-1 {
+						t.Fatalf("refund across the minute's boundary: %+v; want the new minute untouched (2 left after 1), the hour refunded (99)", d.Windows())
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRefundServerClockEndedWindow: under ServerClock a window whose id
+// Redis's TIME has left behind gets nothing back, though the key still
+// holds its count (within the expiry margin).
+func TestRefundServerClockEndedWindow(t *testing.T) {
+	ctx := context.Background()
+	c := sharedClient(t)
+	s := newStore(t, c, WithClockSource(ServerClock))
+	p := limiter.MustPolicy("refund-ended", limiter.PerSecond(3))
+	l := newLimiter(t, p, s, limitertest.New(t0))
+	awaitServerWindow(t, c, time.Second)
+	d, err := l.Allow(ctx, "k", 1)
+	if err != nil || !d.Allowed {
+		t.Fatal(d, err)
+	}
+	for { // until Redis's second has moved on
+		now, err := c.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now.UnixMilli()/1000 != d.DecidedAt().UnixMilli()/1000 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	key := keyOf(s, "k", p, 0, t0)
+	before, err := c.HGet(ctx, key, "c").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Refund(ctx, "k", 1, d); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := c.HGet(ctx, key, "c").Result(); after != before {
+		t.Fatalf("count %s → %s: a refund lent budget to an ended window", before, after)
+	}
+}
+
+// TestRefundLostReplyAppliedOnce: a refund whose reply is lost after Redis
+// ran it (the proxy drops the reply and the connection) is an error, and
+// is never sent again by the client's retries (go-redis's default 3):
+// each refund takes the count down by at most its cost.
+func TestRefundLostReplyAppliedOnce(t *testing.T) {
+	ctx := context.Background()
+	proxy := redistest.StartProxy(t, redistest.SharedAddr)
+	c := redistest.Client(t, proxy.Addr())
+	if c.Options().MaxRetries != 3 {
+		t.Fatalf("client MaxRetries %d, want go-redis's default 3", c.Options().MaxRetries)
+	}
+	s := newStore(t, c, WithOverLimitCache(0), WithTimeout(2*time.Second))
+	p := limiter.MustPolicy("refund-lost", limiter.PerHour(100))
+	l := newLimiter(t, p, s, limitertest.New(t0))
+	shared := sharedClient(t)
+	count := func() int64 {
+		n, err := shared.Get(ctx, keyOf(s, "k", p, 0, t0)).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var d limiter.Decision
+	for range 20 {
+		d, _ = l.Allow(ctx, "k", 1)
+	}
+	lost := 0
+	for range 6 {
+		before := count()
+		proxy.DropReplies(1)
+		err := l.Refund(ctx, "k", 1, d)
+		after := count()
+		if after < before-1 {
+			t.Fatalf("one refund of 1 took the count from %d to %d: sent again", before, after)
+		}
+		if err != nil && after == before-1 {
+			lost++ // Redis ran it, the reply was lost: not sent again
+		}
+	}
+	if lost == 0 {
+		t.Fatal("no refund lost its reply after Redis ran it: the test proved nothing")
+	}
+}
