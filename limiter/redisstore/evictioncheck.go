@@ -11,28 +11,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Every key the store writes has an expiry, so for its keys the volatile-*
-// and allkeys-* variants of a policy pick from the same keys. What a
-// policy does under a flood of fresh client keys (one API key minted per
-// request), measured by internal/flood's TestEvictionPolicies:
-//
-//   - noeviction with maxmemory set: once Redis is full, every script
-//     that would charge fails with OOM, for every client.
-//   - LFU: a fresh key starts at LFU_INIT_VAL and a key read once more is
-//     counted above it, so the flood's keys, each touched once, go first
-//     and every spent or active counter is kept.
-//   - LRU: the keys idle longest go first. Nothing touches a counter once
-//     its client is refused locally (the over-limit cache), so the spent
-//     counters go before the flood's own keys: those clients' budgets
-//     start again.
-//   - volatile-ttl: the keys nearest their expiry go first, and all the
-//     counters of a window expire at its end (plus the margin), so the
-//     choice among them is arbitrary, spent ones included.
-//   - random: any counter.
-//
-// Without maxmemory Redis neither evicts nor refuses for memory: the flood
-// grows it until the machine runs out, which is for the operator to bound;
-// nothing is reported.
+// riskyPolicies are the maxmemory policies under which a flood of fresh
+// client keys turns against the limit, and why (internal/flood's
+// TestEvictionPolicies measures each; docs/redis.md has the table). Every
+// key the store writes has an expiry, so volatile-* and allkeys-* pick
+// among the same keys; LFU evicts the flood's keys, each touched once,
+// first. Without maxmemory nothing is evicted nor refused: nothing to
+// report.
 var riskyPolicies = map[string]string{
 	"noeviction":      "at maxmemory every decision fails with OOM",
 	"allkeys-lru":     "a flood of fresh keys evicts idle counters first, spent clients' among them, whose budgets start again",
@@ -46,17 +31,12 @@ var riskyPolicies = map[string]string{
 const recommendedPolicy = "volatile-lfu"
 
 // memoryPolicyRisk returns "" when every server c reaches (each master of
-// a *redis.ClusterClient, each shard of a *redis.Ring, else c itself) is
-// safe under a flood of fresh keys, or a one-line description of a risky
-// configuration: maxmemory set with a maxmemory-policy of riskyPolicies.
-// When several servers are risky it describes the first by address and
-// says how many more there are.
-//
-// A server that refuses CONFIG GET (an ACL user without +config, a managed
-// service that renames or blocks the command, a proxy) cannot tell, and
-// counts as safe, with no error. An error means some server could not be
-// asked at all (down, or ctx ended); the risks found on the others are
-// still returned. The check is advice: a caller must not fail on it.
+// a Cluster, each shard of a Ring, else c) is safe under a flood of fresh
+// keys, or a line describing the first risky one by address (maxmemory set
+// with a policy of riskyPolicies) and how many more there are. A server
+// that refuses CONFIG GET (an ACL user without +config, a managed service)
+// counts as safe; an error means some server could not be asked, the
+// others' risks still returned. The check is advice, never a failure.
 func memoryPolicyRisk(ctx context.Context, c redis.UniversalClient) (string, error) {
 	var (
 		mu    sync.Mutex

@@ -105,3 +105,14 @@ func isRingRouter(s *Store) bool {
 	_, ok := s.batch.router.(ringRouter)
 	return ok
 }
+
+// String names a path in subtests: "batch", "plain" or "by-client".
+func (p path) String() string {
+	switch p {
+	case pathBatch:
+		return "batch"
+	case pathPlain:
+		return "plain"
+	}
+	return "by-client"
+}

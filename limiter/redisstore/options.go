@@ -100,43 +100,23 @@ func (f FailurePolicy) String() string {
 	return "closed"
 }
 
-// A path is how decisions reach Redis. New picks one per client kind, by
-// measurement (see the package documentation); tests force one with
-// withPath to cover every path on one server.
+// A path is how decisions reach Redis: rounds of many decisions, one
+// script call per server, on the three go-redis clients (pathBatch); one
+// decision per call, routed by the client, on any other UniversalClient,
+// whose routing the store cannot know (pathPlain), and where tests force
+// it (withPath) to cover both on one server.
 type path uint8
 
 const (
 	pathByClient path = iota
-	// pathBatch gathers concurrent decisions into one script call on a
-	// client that sends everything to one server, and into one call per
-	// master on a Cluster client.
 	pathBatch
-	// pathPlain sends one script call per decision on the client's pool.
 	pathPlain
 )
 
-// String returns "batch" or "plain".
-func (p path) String() string {
-	switch p {
-	case pathBatch:
-		return "batch"
-	case pathPlain:
-		return "plain"
-	}
-	return "by-client"
-}
-
-// pathFor returns the path for client: Batch on a *redis.Client (a
-// single node or a Sentinel failover client), per master on a
-// *redis.ClusterClient and per shard on a *redis.Ring; Plain for any
-// other UniversalClient, whose routing the store cannot know.
+// pathFor returns the path New picks for client.
 func pathFor(client redis.UniversalClient) path {
 	switch client.(type) {
-	case *redis.Client:
-		return pathBatch
-	case *redis.ClusterClient:
-		return pathBatch
-	case *redis.Ring:
+	case *redis.Client, *redis.ClusterClient, *redis.Ring:
 		return pathBatch
 	}
 	return pathPlain

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,5 +197,89 @@ func TestRingBatchShardDown(t *testing.T) {
 			t.Fatalf("the dead shard's key still fails after 10 s: %+v, %v", d, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRingShardKilled: kill -9 of one shard of three under load, a key
+// per caller and two of six callers on the dead shard: at most 1% of the
+// decisions for keys on the live shards fail (each shard has its own
+// breaker), before and after the Ring's heartbeat takes the dead shard
+// out. A Ring moves no keys, so the dead shard's keys start afresh on the
+// others: only the live shards' windows are checked against the limit.
+func TestRingShardKilled(t *testing.T) {
+	const limit = 40
+	r, servers := startRing(t, 3, 500*time.Millisecond)
+	s := newStore(t, r, WithOverLimitCache(0), WithTimeout(100*time.Millisecond))
+	l, err := limiter.New(limiter.MustPolicy("ringkill", limiter.PerSecond(limit)), limiter.WithStore(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	dead := servers[0].Addr()
+	var keys []string
+	deadKeys := 0
+	for i := 0; len(keys) < 6; i++ {
+		k := fmt.Sprintf("r%d", i)
+		c, err := r.GetShardClientForKey(tag(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		onDead := c.Options().Addr == dead
+		if onDead && deadKeys < 2 || !onDead && len(keys)-deadKeys < 4 {
+			keys = append(keys, k)
+			if onDead {
+				deadKeys++
+			}
+		}
+	}
+	var (
+		mu               sync.Mutex
+		live, liveFailed int
+		admitted         = map[string]map[int64]int{}
+		killed, stop     atomic.Bool
+		wg               sync.WaitGroup
+	)
+	for i, k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				after := killed.Load()
+				d, err := l.Allow(context.Background(), k, 1)
+				mu.Lock()
+				if i >= 2 { // a live shard's key
+					if after {
+						live++
+						if err != nil {
+							liveFailed++
+						}
+					}
+					if err == nil && d.Allowed {
+						if admitted[k] == nil {
+							admitted[k] = map[int64]int{}
+						}
+						admitted[k][d.DecidedAt().UnixMilli()/1000]++
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	killed.Store(true)
+	servers[0].Kill()
+	time.Sleep(3 * time.Second) // past several heartbeats
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("live shards' keys after the kill: %d decisions, %d failed; %+v", live, liveFailed, s.Stats())
+	if live == 0 || liveFailed*100 > live {
+		t.Errorf("live shards' keys: %d of %d decisions failed, want at most 1%%", liveFailed, live)
+	}
+	for k, ws := range admitted {
+		for w, n := range ws {
+			if n > limit {
+				t.Errorf("%s, window %d: admitted %d, over the limit %d", k, w, n, limit)
+			}
+		}
 	}
 }

@@ -47,6 +47,7 @@ type placed struct {
 	d    *dest
 	err  error
 	slot uint16
+	rank int // the dest's place in the round
 	c    *call
 }
 
@@ -144,69 +145,59 @@ func (b *batcher) build(ctx context.Context, live []*call, buf *roundBuf) {
 		buf.groups = append(buf.groups, group{d: r.d, cmds: buf.cmds})
 		return
 	}
-	buf.placed = buf.placed[:0]
+	pl := buf.placed[:0]
 	for _, c := range live {
-		buf.placed = append(buf.placed, placed{slot: requestSlot(c.req.Key), c: c})
+		pl = append(pl, placed{slot: requestSlot(c.req.Key), c: c})
 	}
 	// Slot order first, so that each slot's dest is looked up once. A
 	// Ring hashes the whole tag, not the slot: two keys of one slot may
 	// live on two shards, so there only the same key shares a lookup.
-	pl := buf.placed
 	slices.SortStableFunc(pl, func(x, y placed) int { return cmp.Compare(x.slot, y.slot) })
 	_, ring := b.router.(ringRouter)
 	var order []*dest
-	rank := func(d *dest) int {
-		if i := slices.Index(order, d); i >= 0 {
-			return i
-		}
-		order = append(order, d)
-		return len(order) - 1
-	}
-	ranks := make([]int, len(pl))
 	for i := range pl {
 		if i > 0 && pl[i].slot == pl[i-1].slot && (!ring || pl[i].c.req.Key == pl[i-1].c.req.Key) {
-			pl[i].d, pl[i].err, ranks[i] = pl[i-1].d, pl[i-1].err, ranks[i-1]
+			pl[i].d, pl[i].err, pl[i].rank = pl[i-1].d, pl[i-1].err, pl[i-1].rank
 			continue
 		}
 		pl[i].d, pl[i].err = b.router.route(ctx, pl[i].c.req.Key)
-		ranks[i] = rank(pl[i].d)
+		if pl[i].rank = slices.Index(order, pl[i].d); pl[i].rank < 0 {
+			pl[i].rank, order = len(order), append(order, pl[i].d)
+		}
 	}
-	idx := make([]int, len(pl))
-	for i := range idx {
-		idx[i] = i
+	slices.SortStableFunc(pl, func(x, y placed) int { return cmp.Compare(x.rank, y.rank) })
+	buf.placed = pl
+	// The calls of each dest: one for a server, one per slot otherwise;
+	// then the groups, once buf.cmds has stopped moving.
+	type start struct {
+		d    *dest
+		from int
 	}
-	slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(ranks[x], ranks[y]) })
-	sorted := make([]placed, len(pl))
-	for i, j := range idx {
-		sorted[i] = pl[j]
-		live[i] = pl[j].c
-	}
-	// The calls of each dest: one for a server, one per slot otherwise.
-	type span struct {
-		d        *dest
-		from, to int
-	}
-	var spans []span
-	for i := 0; i < len(sorted); {
-		j := i + 1
-		d := sorted[i].d
-		for j < len(sorted) && sorted[j].d == d && (d != nil && d.server || sorted[j].slot == sorted[i].slot) {
+	var starts []start
+	for i := 0; i < len(pl); {
+		d, j := pl[i].d, i+1
+		for j < len(pl) && pl[j].d == d && (d != nil && d.server || pl[j].slot == pl[i].slot) {
 			j++
 		}
+		for k := i; k < j; k++ {
+			live[k] = pl[k].c
+		}
+		if len(starts) == 0 || pl[i-1].d != d {
+			starts = append(starts, start{d, len(buf.cmds)})
+		}
 		if d == nil { // the router's error, delivered as a failed call
-			buf.cmds = append(buf.cmds, scriptCall{calls: live[i:j], res: buf.res[i:j], err: sorted[i].err})
+			buf.cmds = append(buf.cmds, scriptCall{calls: live[i:j], res: buf.res[i:j], err: pl[i].err})
 		} else {
 			b.appendCmd(live[i:j], buf.res[i:j], d.undeclared, buf)
 		}
-		if n := len(spans); n > 0 && spans[n-1].d == d {
-			spans[n-1].to = len(buf.cmds)
-		} else {
-			spans = append(spans, span{d, len(buf.cmds) - 1, len(buf.cmds)})
-		}
 		i = j
 	}
-	for _, sp := range spans {
-		buf.groups = append(buf.groups, group{d: sp.d, cmds: buf.cmds[sp.from:sp.to]})
+	for k, st := range starts {
+		to := len(buf.cmds)
+		if k+1 < len(starts) {
+			to = starts[k+1].from
+		}
+		buf.groups = append(buf.groups, group{d: st.d, cmds: buf.cmds[st.from:to]})
 	}
 }
 
