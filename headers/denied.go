@@ -20,10 +20,17 @@ func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter
 // WriteDeniedAt is WriteDenied with now as the instant of a decision that
 // carries none of its own, as WriteAt takes it.
 func (w *Writer) WriteDeniedAt(rw http.ResponseWriter, r *http.Request, d *limiter.Decision, now time.Time) {
+	w.WriteDeniedAllAt(rw, r, d, now, nil)
+}
+
+// WriteDeniedAllAt is WriteDeniedAt for a request that several policies
+// applied to, as WriteAllAt takes them: d is the refusal, and
+// RateLimit-Policy lists every policy of applied.
+func (w *Writer) WriteDeniedAllAt(rw http.ResponseWriter, r *http.Request, d *limiter.Decision, now time.Time, applied []*limiter.Policy) {
 	h := rw.Header()
 	retry := int64(1)
 	if d != nil {
-		w.WriteAt(h, d, now)
+		w.WriteAllAt(h, d, now, applied)
 		retry = RetryAfterSeconds(d.RetryAfter)
 	}
 	h[w.names.RetryAfter] = []string{strconv.FormatInt(retry, 10)}

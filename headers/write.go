@@ -2,7 +2,9 @@ package headers
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -82,10 +84,10 @@ func (w *Writer) WriteAt(h http.Header, d *limiter.Decision, now time.Time) {
 		// The limit and the reset change rarely (per policy, per
 		// window): their strings come from a cache, and only the
 		// remaining count is formatted per request.
-		fields[0] = field{name: w.names.Limit, str: w.ints.format(d.Limit)}
+		fields[0] = field{name: w.names.Limit, str: w.ints.format(sfInteger(d.Limit))}
 		n++
 		s := len(b)
-		b = strconv.AppendInt(b, d.Remaining, 10)
+		b = strconv.AppendInt(b, sfInteger(d.Remaining), 10)
 		add(w.names.Remaining, s)
 		fields[n] = field{name: w.names.Reset, str: w.ints.format(unixCeil(d.ResetAt))}
 		n++
@@ -140,11 +142,13 @@ func (w *Writer) WriteAt(h http.Header, d *limiter.Decision, now time.Time) {
 // writeLegacy is Write without the draft fields, the default and the
 // common case: the limit and reset strings come from the cache, the
 // remaining count (and on a denial the retry) are formatted into the one
-// block that also backs the values' slices.
+// block that also backs the values' slices. The limit and the remaining
+// count are clamped as the draft's are: a custom Limiter's -5 is sent as
+// 0, which a client can act on.
 func (w *Writer) writeLegacy(h http.Header, d *limiter.Decision) {
 	blk := new(block)
-	blk.vals[0] = w.ints.format(d.Limit)
-	b := strconv.AppendInt(blk.buf[:0], d.Remaining, 10)
+	blk.vals[0] = w.ints.format(sfInteger(d.Limit))
+	b := strconv.AppendInt(blk.buf[:0], sfInteger(d.Remaining), 10)
 	blk.vals[1] = unsafe.String(&blk.buf[0], len(b))
 	blk.vals[2] = w.ints.format(unixCeil(d.ResetAt))
 	h[w.names.Limit] = blk.vals[0:1:1]
@@ -158,6 +162,48 @@ func (w *Writer) writeLegacy(h http.Header, d *limiter.Decision) {
 	b = strconv.AppendInt(b, RetryAfterSeconds(d.RetryAfter), 10)
 	blk.vals[3] = unsafe.String(&blk.buf[n], len(b)-n)
 	h[w.names.RetryAfter] = blk.vals[3:4:4]
+}
+
+// WriteAllAt is WriteAt for a response that several policies applied to:
+// the limiters of one middleware (middleware.WithLimiter), or stacked
+// middlewares. d is the most restrictive of their decisions, and sets
+// every field WriteAt sets: RateLimit, X-RateLimit-* and Retry-After
+// describe it alone. RateLimit-Policy lists the windows of every policy
+// in applied, in order, each policy once, and d's own first if applied
+// lacks it. With applied empty or holding d's policy alone, WriteAllAt is
+// WriteAt.
+func (w *Writer) WriteAllAt(h http.Header, d *limiter.Decision, now time.Time, applied []*limiter.Policy) {
+	w.WriteAt(h, d, now)
+	if d == nil || !w.draft || len(applied) == 0 || len(applied) == 1 && applied[0] == d.Policy {
+		return
+	}
+	h[w.names.RateLimitPolicy] = []string{w.policyList(d, applied)}
+}
+
+// policyList returns the RateLimit-Policy value of d's policy and the
+// applied ones, each once, d's first unless applied names it.
+func (w *Writer) policyList(d *limiter.Decision, applied []*limiter.Policy) string {
+	var sb strings.Builder
+	add := func(item string) {
+		if sb.Len() > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(item)
+	}
+	switch {
+	case d.Policy == nil:
+		// A custom decision without a policy names its own window, as
+		// WriteAt does.
+		add(string(appendPolicyItem(nil, `"`+windowName(nil, d.Window)+`"`, sfInteger(d.Limit), d.Window)))
+	case !slices.Contains(applied, d.Policy):
+		add(w.policies.get(d.Policy).policy)
+	}
+	for i, p := range applied {
+		if p != nil && !slices.Contains(applied[:i], p) {
+			add(w.policies.get(p).policy)
+		}
+	}
+	return sb.String()
 }
 
 // appendDraft appends the RateLimit value of d to b and returns where it

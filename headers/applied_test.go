@@ -1,0 +1,130 @@
+package headers
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// TestWriteAllAtListsEveryPolicy: RateLimit-Policy lists every policy that
+// applied, once each, while RateLimit, X-RateLimit-* and Retry-After
+// describe the most restrictive decision alone.
+func TestWriteAllAtListsEveryPolicy(t *testing.T) {
+	outer := limiter.MustPolicy("outer", limiter.PerMinute(3))
+	inner := limiter.MustPolicy("inner", limiter.PerMinute(10))
+	layered := limiter.MustPolicy("api", limiter.PerMinute(100), limiter.PerSecond(5))
+	l, _ := newLimiter(t, outer, noon30)
+	tight := allow(t, l, 1) // outer: 2 of 3 left
+	undated := limiter.Decision{Allowed: true, Limit: 10, Remaining: 7, ResetAt: noon30.Add(30 * time.Second), Window: time.Minute}
+	tests := []struct {
+		name    string
+		d       limiter.Decision
+		applied []*limiter.Policy
+		policy  string
+	}{
+		{"none_is_write_at", tight, nil, `"outer";q=3;w=60`},
+		{"own_alone_is_write_at", tight, []*limiter.Policy{outer}, `"outer";q=3;w=60`},
+		{"outer_then_inner", tight, []*limiter.Policy{outer, inner}, `"outer";q=3;w=60, "inner";q=10;w=60`},
+		{"order_kept", tight, []*limiter.Policy{inner, outer}, `"inner";q=10;w=60, "outer";q=3;w=60`},
+		{"each_once", tight, []*limiter.Policy{outer, inner, outer, inner}, `"outer";q=3;w=60, "inner";q=10;w=60`},
+		{"own_first_when_missing", tight, []*limiter.Policy{inner}, `"outer";q=3;w=60, "inner";q=10;w=60`},
+		{"layered_lists_every_window", tight, []*limiter.Policy{outer, layered}, `"outer";q=3;w=60, "api-1m";q=100;w=60, "api-1s";q=5;w=1`},
+		{"nil_entries_skipped", tight, []*limiter.Policy{nil, outer, nil, inner}, `"outer";q=3;w=60, "inner";q=10;w=60`},
+		{"undated_without_policy_names_its_window", undated, []*limiter.Policy{inner}, `"default";q=10;w=60, "inner";q=10;w=60`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWriter(t, WithDraftHeaders())
+			one, all := http.Header{}, http.Header{}
+			w.WriteAt(one, &tt.d, noon30)
+			w.WriteAllAt(all, &tt.d, noon30, tt.applied)
+			if got := all.Get("RateLimit-Policy"); got != tt.policy {
+				t.Errorf("applied %v: RateLimit-Policy = %q, want %q", tt.applied, got, tt.policy)
+			}
+			for _, name := range []string{"RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After"} {
+				if got, want := all.Get(name), one.Get(name); got != want {
+					t.Errorf("applied %v: %s = %q, want WriteAt's %q", tt.applied, name, got, want)
+				}
+			}
+		})
+	}
+}
+
+// Without the draft fields there is no list to write: WriteAllAt is
+// WriteAt.
+func TestWriteAllAtLegacyOnly(t *testing.T) {
+	p := limiter.MustPolicy("api", limiter.PerMinute(3))
+	l, _ := newLimiter(t, p, noon30)
+	d := allow(t, l, 1)
+	w := newWriter(t)
+	h := http.Header{}
+	w.WriteAllAt(h, &d, noon30, []*limiter.Policy{p, limiter.MustPolicy("other", limiter.PerMinute(9))})
+	if _, ok := h["Ratelimit-Policy"]; ok || h.Get("X-RateLimit-Remaining") != "2" {
+		t.Fatalf("headers %v, want the legacy fields of the decision only", h)
+	}
+}
+
+func TestWriteDeniedAllAt(t *testing.T) {
+	outer := limiter.MustPolicy("outer", limiter.PerMinute(3))
+	inner := limiter.MustPolicy("inner", limiter.PerMinute(1))
+	l, _ := newLimiter(t, inner, noon30)
+	d := allow(t, l, 2) // refused
+	w := newWriter(t, WithDraftHeaders())
+	rec := httptest.NewRecorder()
+	w.WriteDeniedAllAt(rec, httptest.NewRequest(http.MethodGet, "/", nil), &d, noon30, []*limiter.Policy{outer, inner})
+	for name, want := range map[string]string{
+		"RateLimit-Policy": `"outer";q=3;w=60, "inner";q=1;w=60`,
+		"RateLimit":        `"inner";r=0;t=30`,
+		"Retry-After":      "30",
+	} {
+		if got := rec.Header().Get(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if rec.Code != http.StatusTooManyRequests {
+		t.Errorf("status %d, want 429", rec.Code)
+	}
+}
+
+// TestWriteLegacyClamped: the legacy fields are clamped as the draft's
+// are, so a custom Limiter's out-of-range numbers never reach a client as
+// "-5".
+func TestWriteLegacyClamped(t *testing.T) {
+	tests := []struct {
+		name             string
+		opts             []Option
+		limit, remaining int64
+		wantLimit        string
+		wantRemaining    string
+	}{
+		{"negative_remaining", nil, 10, -5, "10", "0"},
+		{"negative_limit", nil, -5, 0, "0", "0"},
+		{"both_negative", nil, -1, -2, "0", "0"},
+		{"over_max_limit", nil, 1 << 53, 1<<53 - 1, "999999999999999", "999999999999999"},
+		{"in_range_unchanged", nil, 10, 3, "10", "3"},
+		{"draft_on_negative_remaining", []Option{WithDraftHeaders()}, 10, -5, "10", "0"},
+		{"draft_on_negative_limit", []Option{WithDraftHeaders()}, -5, -5, "0", "0"},
+	}
+	for _, tt := range tests {
+		for _, allowed := range []bool{true, false} {
+			name := tt.name + map[bool]string{true: "/allowed", false: "/denied"}[allowed]
+			t.Run(name, func(t *testing.T) {
+				d := limiter.Decision{Allowed: allowed, Limit: tt.limit, Remaining: tt.remaining, ResetAt: newYear.Add(time.Minute), Window: time.Minute}
+				if !allowed {
+					d.RetryAfter = time.Minute
+				}
+				h := http.Header{}
+				newWriter(t, tt.opts...).WriteAt(h, &d, newYear)
+				if got := h.Get("X-RateLimit-Limit"); got != tt.wantLimit {
+					t.Errorf("Limit %d: X-RateLimit-Limit = %q, want %q", tt.limit, got, tt.wantLimit)
+				}
+				if got := h.Get("X-RateLimit-Remaining"); got != tt.wantRemaining {
+					t.Errorf("Remaining %d: X-RateLimit-Remaining = %q, want %q", tt.remaining, got, tt.wantRemaining)
+				}
+			})
+		}
+	}
+}
