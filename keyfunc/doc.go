@@ -7,6 +7,12 @@
 // resolved must get an answer of its own (the middleware's 400), not fall
 // into one bucket shared by everyone.
 //
+// A key function installed where it can never work (RoutePattern before
+// routing, chikey.ClientIP without chi's ClientIPFrom* middleware) fails
+// with an error that also wraps ErrMisconfigured: the middleware answers
+// that with 500 and reports it, since the server, not the client, is at
+// fault.
+//
 // Keys carry the kind of identity as a prefix, so two kinds never collide;
 // an IPv4 address alone goes bare, since no prefixed key looks like one:
 //

@@ -24,7 +24,10 @@ import (
 // An alternative that fails with an error wrapping ErrNoKey (or returns
 // "") is passed over. Any other error stops First and is returned,
 // wrapped: a principal lookup that broke should not quietly downgrade a
-// user to an address. When no alternative resolves, the error is the last
+// user to an address. So does an error wrapping ErrMisconfigured: an
+// alternative that can never resolve where it is installed is the
+// server's mistake, to be reported, not a fallback taken on every
+// request. When no alternative resolves, the error is the last
 // alternative's, wrapped, and so still matches ErrNoKey.
 //
 // First panics when given no alternative or a nil one: that is a
@@ -48,7 +51,7 @@ func First(alternatives ...Func) Func {
 				return k, nil
 			case err == nil:
 				err = fmt.Errorf("%w: alternative %d returned an empty key", ErrNoKey, i)
-			case !errors.Is(err, ErrNoKey):
+			case !errors.Is(err, ErrNoKey), errors.Is(err, ErrMisconfigured):
 				return "", fmt.Errorf("keyfunc: first alternative %d: %w", i, err)
 			}
 			last = err

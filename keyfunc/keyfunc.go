@@ -26,6 +26,15 @@ var (
 	// missing or empty header, no principal, no route pattern, a
 	// forwarding header that is malformed or names no client.
 	ErrNoKey = errors.New("keyfunc: no key")
+	// ErrMisconfigured is wrapped, together with ErrNoKey, by the errors
+	// of a key function that cannot work where the server installed it:
+	// RoutePattern where no route has matched yet (chi's r.Use on the
+	// root router), chikey.ClientIP with no ClientIPFrom* middleware
+	// before it. No request would ever get a key there, so it is the
+	// server's mistake, not the client's: the middleware answers 500,
+	// not the 400 of a client that could not be identified, and First
+	// does not pass over it.
+	ErrMisconfigured = errors.New("keyfunc: misconfigured")
 	// ErrInvalidOption is wrapped by every constructor error: a bad
 	// prefix, header name, bound or nil accessor.
 	ErrInvalidOption = errors.New("keyfunc: invalid option")

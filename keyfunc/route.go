@@ -18,7 +18,9 @@ import (
 // install the limiter with r.With or inside r.Group/r.Route on the route,
 // not with r.Use on the root router, where the pattern is still empty; with
 // ServeMux, wrap the handler given to mux.Handle. An empty pattern yields
-// an error wrapping ErrNoKey, never a key shared by every route.
+// an error wrapping ErrMisconfigured and ErrNoKey, never a key shared by
+// every route: no request can have a pattern there, so the middleware
+// answers 500 and reports the mistake to its observer.
 //
 // A route pattern alone makes one budget for all clients of a route; Join
 // it with a client key for a per-client, per-route budget.
@@ -32,8 +34,12 @@ func RoutePattern() Func {
 			p = r.Pattern
 		}
 		if p == "" {
-			return "", fmt.Errorf("%w: no route pattern (limiter installed before routing?)", ErrNoKey)
+			return "", errNoRoute
 		}
 		return bound("route:"+p, DefaultMaxKeyLen, false), nil
 	}
 }
+
+// errNoRoute is one value: a misconfigured server meets it on every
+// request.
+var errNoRoute = fmt.Errorf("%w: %w: no route pattern: the limiter runs before routing (chi: install it with r.With or inside r.Route or r.Group, not r.Use on the root router; ServeMux: wrap the handler given to mux.Handle)", ErrMisconfigured, ErrNoKey)

@@ -1,6 +1,7 @@
 package keyfunc
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -72,4 +73,72 @@ func TestRoutePatternBeforeRouting(t *testing.T) {
 	r.Get("/users/{id}", func(http.ResponseWriter, *http.Request) {})
 	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/users/1", nil))
 	checkKey(t, func(*http.Request) (string, error) { return "", err }, nil, "")
+}
+
+// TestRoutePatternMisconfigured: an empty pattern is the server's mistake,
+// reported as ErrMisconfigured (and ErrNoKey), so that the middleware can
+// answer 500 rather than blame the client.
+func TestRoutePatternMisconfigured(t *testing.T) {
+	f := RoutePattern()
+	chiRoot := func(h http.Handler) http.Handler {
+		r := chi.NewRouter()
+		r.Use(func(http.Handler) http.Handler { return h }) // before routing
+		r.Get("/users/{id}", func(http.ResponseWriter, *http.Request) {})
+		return r
+	}
+	chiRoute := func(h http.Handler) http.Handler {
+		r := chi.NewRouter()
+		r.With(func(http.Handler) http.Handler { return h }).Get("/users/{id}", func(http.ResponseWriter, *http.Request) {})
+		return r
+	}
+	tests := []struct {
+		name             string
+		mount            func(http.Handler) http.Handler
+		wantMisconfigure bool
+	}{
+		{"chi_root_use", chiRoot, true},
+		{"no_router", func(h http.Handler) http.Handler { return h }, true},
+		{"chi_with_on_the_route", chiRoute, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := serveKey(t, tt.mount, f, httptest.NewRequest(http.MethodGet, "/users/1", nil))
+			if got := errors.Is(err, ErrMisconfigured); got != tt.wantMisconfigure {
+				t.Fatalf("error %v: wraps ErrMisconfigured %v, want %v", err, got, tt.wantMisconfigure)
+			}
+			if tt.wantMisconfigure && !errors.Is(err, ErrNoKey) {
+				t.Fatalf("error %v does not wrap ErrNoKey", err)
+			}
+		})
+	}
+}
+
+// A misconfigured alternative stops First and Join: falling back to the
+// next key on every request would hide the mistake. An alternative that
+// resolves before it is never asked.
+func TestMisconfiguredStopsFirstAndJoin(t *testing.T) {
+	host := must(t)(RemoteHost())
+	tests := []struct {
+		name    string
+		f       Func
+		wantKey string // "" means an error wrapping ErrMisconfigured
+	}{
+		{"first_route_then_host", First(RoutePattern(), host), ""},
+		{"first_host_then_route_resolves", First(host, RoutePattern()), "203.0.113.7"},
+		{"join_host_route", Join(host, RoutePattern()), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, err := tt.f(request("203.0.113.7:1"))
+			if tt.wantKey != "" {
+				if err != nil || k != tt.wantKey {
+					t.Fatalf("got key %q, error %v; want %q", k, err, tt.wantKey)
+				}
+				return
+			}
+			if !errors.Is(err, ErrMisconfigured) || k != "" {
+				t.Fatalf("got key %q, error %v; want no key and an error wrapping ErrMisconfigured", k, err)
+			}
+		})
+	}
 }

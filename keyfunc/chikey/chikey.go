@@ -2,6 +2,7 @@ package chikey
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 
@@ -10,9 +11,14 @@ import (
 	"github.com/fixedwindow/ratelimit/keyfunc"
 )
 
-// errNoChiIP says what to fix when no ClientIPFrom* middleware stored an
-// address.
-var errNoChiIP = errors.New("no chi client IP in the request context (install a middleware.ClientIPFrom* before the limiter)")
+var (
+	// errNoClientIPMiddleware says what to fix when no ClientIPFrom*
+	// middleware can have run: the server's mistake.
+	errNoClientIPMiddleware = fmt.Errorf("%w: no chi client IP in the request context (install a middleware.ClientIPFrom* before the limiter; behind a trusted proxy, have it send the forwarding header)", keyfunc.ErrMisconfigured)
+	// errNoTrustworthyIP is chi failing closed on what the request
+	// carried: the client cannot be identified.
+	errNoTrustworthyIP = errors.New("chikey: chi's ClientIPFrom* middleware found no trustworthy client IP (a malformed X-Forwarded-For or RemoteAddr)")
+)
 
 // ClientIP returns a keyfunc.Func that keys a request by the client address
 // that one of chi's ClientIPFrom* middlewares (ClientIPFromRemoteAddr,
@@ -24,15 +30,28 @@ var errNoChiIP = errors.New("no chi client IP in the request context (install a 
 // RemoteAddr; it is dropped here). The options are keyfunc's
 // WithIPv4Prefix and WithIPv6Prefix.
 //
-// When no ClientIPFrom* middleware ran before the limiter, or it found no
-// trustworthy address (chi fails closed on a malformed chain), the Func
-// returns an error wrapping keyfunc.ErrNoKey.
+// When no address was stored, the Func returns an error wrapping
+// keyfunc.ErrNoKey. chi stores nothing both when no ClientIPFrom*
+// middleware ran and when it found no trustworthy address, so the Func
+// tells them apart by the request: with an X-Forwarded-For header or a
+// RemoteAddr that is no IP and port, chi may have refused what the client
+// sent (fail-closed on a malformed chain), and the client cannot be
+// identified (400). Otherwise every ClientIPFrom* middleware would have
+// stored an address, unless a trusted proxy left out the header it is
+// told to send; the error then wraps keyfunc.ErrMisconfigured too, and
+// the middleware answers 500: the server is set up wrong.
 func ClientIP(opts ...keyfunc.Option) (keyfunc.Func, error) {
 	return keyfunc.ResolvedAddr(func(r *http.Request) (netip.Addr, error) {
 		a := middleware.GetClientIPAddr(r.Context())
-		if !a.IsValid() {
-			return netip.Addr{}, errNoChiIP
+		if a.IsValid() {
+			return a, nil
 		}
-		return a, nil
+		if _, forwarded := r.Header["X-Forwarded-For"]; forwarded {
+			return netip.Addr{}, errNoTrustworthyIP
+		}
+		if _, err := netip.ParseAddrPort(r.RemoteAddr); err != nil {
+			return netip.Addr{}, errNoTrustworthyIP
+		}
+		return netip.Addr{}, errNoClientIPMiddleware
 	}, opts...)
 }

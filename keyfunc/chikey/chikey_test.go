@@ -90,3 +90,47 @@ func TestClientIPOptions(t *testing.T) {
 		t.Fatalf("ClientIP(WithIPv4Prefix(7)): got error %v, want one wrapping ErrInvalidOption", err)
 	}
 }
+
+// TestClientIPMisconfigured: with no ClientIPFrom* middleware before it the
+// key function can never resolve, the server's mistake (ErrMisconfigured,
+// a 500); chi failing closed on what a client sent is the client's (a
+// 400, ErrNoKey alone).
+func TestClientIPMisconfigured(t *testing.T) {
+	f, err := ClientIP()
+	if err != nil {
+		t.Fatalf("ClientIP(): %v", err)
+	}
+	none := func(h http.Handler) http.Handler { return h }
+	tests := []struct {
+		name             string
+		mw               func(http.Handler) http.Handler
+		remoteAddr       string
+		hdr              []string
+		wantMisconfigure bool
+	}{
+		{"no_chi_middleware", none, "203.0.113.7:1", nil, true},
+		{"trusted_proxy_sent_no_xff", middleware.ClientIPFromXFF("10.0.0.0/8"), proxyPeer, nil, true},
+		{"xff_garbage_is_the_clients", middleware.ClientIPFromXFF("10.0.0.0/8"), proxyPeer, []string{"X-Forwarded-For", "garbage"}, false},
+		{"no_chi_middleware_but_xff_sent", none, "203.0.113.7:1", []string{"X-Forwarded-For", "198.51.100.9"}, false},
+		{"unparsable_remote_addr", middleware.ClientIPFromRemoteAddr, "@", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = tt.remoteAddr
+			for i := 0; i+1 < len(tt.hdr); i += 2 {
+				r.Header.Add(tt.hdr[i], tt.hdr[i+1])
+			}
+			var err error
+			tt.mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, err = f(r)
+			})).ServeHTTP(httptest.NewRecorder(), r)
+			if !errors.Is(err, keyfunc.ErrNoKey) {
+				t.Fatalf("RemoteAddr %s, header %q: error %v, want one wrapping ErrNoKey", tt.remoteAddr, tt.hdr, err)
+			}
+			if got := errors.Is(err, keyfunc.ErrMisconfigured); got != tt.wantMisconfigure {
+				t.Fatalf("RemoteAddr %s, header %q: error %v wraps ErrMisconfigured %v, want %v", tt.remoteAddr, tt.hdr, err, got, tt.wantMisconfigure)
+			}
+		})
+	}
+}
