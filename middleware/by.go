@@ -30,12 +30,20 @@ import (
 // that follow, and the whole store is garbage when the middleware is. So
 // nothing needs closing, and a test or a server that drops the middleware
 // leaks nothing. The store holds at most limiter.DefaultMaxKeys counters.
-func ByIP(limit int64, window time.Duration) func(http.Handler) http.Handler {
+//
+// opts are the limiter's, applied after the one-line defaults: a test
+// passes limiter.WithClock(clk), with clk a limitertest.Clock, and moves
+// the clock to cross a window without sleeping, still in one line:
+//
+//	h := middleware.ByIP(2, time.Minute, limiter.WithClock(clk))(api)
+//
+// A nil option panics, as a bad limit does.
+func ByIP(limit int64, window time.Duration, opts ...limiter.Option) func(http.Handler) http.Handler {
 	key, err := keyfunc.RemoteHost()
 	if err != nil {
 		panic(fmt.Errorf("middleware: ByIP: %w", err))
 	}
-	return oneLine("ByIP", "by-ip", limit, window, key)
+	return oneLine("ByIP", "by-ip", limit, window, key, opts)
 }
 
 // ByHeader returns middleware that admits limit requests per window for
@@ -50,13 +58,14 @@ func ByIP(limit int64, window time.Duration) func(http.Handler) http.Handler {
 // keeps secret values out of memory.
 //
 // ByHeader panics on a name that is not a valid header field name and on
-// the arguments ByIP rejects; its resources are released as ByIP's are.
-func ByHeader(name string, limit int64, window time.Duration) func(http.Handler) http.Handler {
+// the arguments ByIP rejects; its resources are released as ByIP's are,
+// and opts are the limiter's, as ByIP takes them (limiter.WithClock).
+func ByHeader(name string, limit int64, window time.Duration, opts ...limiter.Option) func(http.Handler) http.Handler {
 	key, err := keyfunc.Header(name)
 	if err != nil {
 		panic(fmt.Errorf("middleware: ByHeader: %w", err))
 	}
-	return oneLine("ByHeader", "by-header", limit, window, key)
+	return oneLine("ByHeader", "by-header", limit, window, key, opts)
 }
 
 // ByPrincipal returns middleware that admits limit requests per window for
@@ -72,8 +81,9 @@ func ByHeader(name string, limit int64, window time.Duration) func(http.Handler)
 // requests instead (400), call New with WithKey(keyfunc.Principal(...)).
 //
 // ByPrincipal panics on a nil accessor and on the arguments ByIP rejects;
-// its resources are released as ByIP's are.
-func ByPrincipal(accessor func(*http.Request) (string, bool), limit int64, window time.Duration) func(http.Handler) http.Handler {
+// its resources are released as ByIP's are, and opts are the limiter's,
+// as ByIP takes them (limiter.WithClock).
+func ByPrincipal(accessor func(*http.Request) (string, bool), limit int64, window time.Duration, opts ...limiter.Option) func(http.Handler) http.Handler {
 	user, err := keyfunc.Principal(accessor)
 	if err != nil {
 		panic(fmt.Errorf("middleware: ByPrincipal: %w", err))
@@ -82,13 +92,15 @@ func ByPrincipal(accessor func(*http.Request) (string, bool), limit int64, windo
 	if err != nil {
 		panic(fmt.Errorf("middleware: ByPrincipal: %w", err))
 	}
-	return oneLine("ByPrincipal", "by-principal", limit, window, keyfunc.First(user, addr))
+	return oneLine("ByPrincipal", "by-principal", limit, window, keyfunc.First(user, addr), opts)
 }
 
 // oneLine builds the middleware of the one-line forms: limit per window
 // under policy name, keyed by key, over an in-memory store without a sweep
-// goroutine (see ByIP), with New's defaults otherwise.
-func oneLine(fn, name string, limit int64, window time.Duration, key keyfunc.Func) func(http.Handler) http.Handler {
+// goroutine (see ByIP), with the limiter options opts and New's defaults
+// otherwise. The clock stays the limiter's alone, as everywhere: the
+// middleware and the headers read it from the limiter.
+func oneLine(fn, name string, limit int64, window time.Duration, key keyfunc.Func, opts []limiter.Option) func(http.Handler) http.Handler {
 	p, err := limiter.NewPolicy(name, limiter.Rate{Limit: limit, Window: window})
 	if err != nil {
 		panic(fmt.Errorf("middleware: %s: %w", fn, err))
@@ -97,7 +109,7 @@ func oneLine(fn, name string, limit int64, window time.Duration, key keyfunc.Fun
 	if err != nil {
 		panic(fmt.Errorf("middleware: %s: %w", fn, err))
 	}
-	l, err := limiter.New(p, limiter.WithStore(store))
+	l, err := limiter.New(p, append([]limiter.Option{limiter.WithStore(store)}, opts...)...)
 	if err != nil {
 		panic(fmt.Errorf("middleware: %s: %w", fn, err))
 	}

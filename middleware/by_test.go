@@ -1,8 +1,10 @@
 package middleware_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -99,4 +101,82 @@ func TestOneLineStartsNoGoroutine(t *testing.T) {
 	if after := runtime.NumGoroutine(); after > before {
 		t.Fatalf("goroutines: %d before building 150 one-line middlewares, %d after", before, after)
 	}
+}
+
+// TestOneLineOnATestClock: the one-line forms take the limiter's options,
+// so a test crosses a window by moving a limitertest.Clock, never by
+// sleeping.
+func TestOneLineOnATestClock(t *testing.T) {
+	ann := func(r *http.Request) *http.Request {
+		return r.WithContext(context.WithValue(r.Context(), userKey{}, "ann"))
+	}
+	tests := []struct {
+		name string
+		mw   func(clk limiter.Clock) func(http.Handler) http.Handler
+		hdr  []string
+		as   func(*http.Request) *http.Request
+	}{
+		{"by_ip", func(clk limiter.Clock) func(http.Handler) http.Handler {
+			return middleware.ByIP(2, time.Minute, limiter.WithClock(clk))
+		}, nil, nil},
+		{"by_header", func(clk limiter.Clock) func(http.Handler) http.Handler {
+			return middleware.ByHeader("X-API-Key", 2, time.Minute, limiter.WithClock(clk))
+		}, []string{"X-API-Key", "k-1"}, nil},
+		{"by_principal_signed_in", func(clk limiter.Clock) func(http.Handler) http.Handler {
+			return middleware.ByPrincipal(userID, 2, time.Minute, limiter.WithClock(clk))
+		}, nil, ann},
+		{"by_principal_anonymous", func(clk limiter.Clock) func(http.Handler) http.Handler {
+			return middleware.ByPrincipal(userID, 2, time.Minute, limiter.WithClock(clk))
+		}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock(t0.Add(45 * time.Second))
+			h := tt.mw(clk)(&okHandler{})
+			send := func() *httptest.ResponseRecorder {
+				r := httptest.NewRequest(http.MethodGet, "/x", nil)
+				r.RemoteAddr = "192.0.2.1:1"
+				for i := 0; i+1 < len(tt.hdr); i += 2 {
+					r.Header.Set(tt.hdr[i], tt.hdr[i+1])
+				}
+				if tt.as != nil {
+					r = tt.as(r)
+				}
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				return w
+			}
+			steps := []struct {
+				name       string
+				advance    time.Duration
+				wantStatus int
+				wantRemain string
+				wantRetry  string
+			}{
+				{"first", 0, 200, "1", ""},
+				{"second", 0, 200, "0", ""},
+				{"third_refused_until_the_minute_ends", 0, 429, "0", "15"},
+				{"still_refused_at_12_00_59_999", 14*time.Second + 999*time.Millisecond, 429, "0", "1"},
+				{"next_window_fresh", time.Millisecond, 200, "1", ""},
+			}
+			for _, s := range steps {
+				clk.Advance(s.advance)
+				w := send()
+				if w.Code != s.wantStatus {
+					t.Fatalf("%s at %v: status %d, want %d", s.name, clk.Now(), w.Code, s.wantStatus)
+				}
+				wantHeaders(t, w, map[string]string{"X-RateLimit-Remaining": s.wantRemain, "Retry-After": s.wantRetry})
+			}
+		})
+	}
+}
+
+func TestOneLineNilLimiterOptionPanics(t *testing.T) {
+	defer func() {
+		err, ok := recover().(error)
+		if !ok || !errors.Is(err, limiter.ErrInvalidOption) || !strings.HasPrefix(err.Error(), "middleware: ByIP: ") {
+			t.Fatalf("got panic %v, want an error starting %q and wrapping limiter.ErrInvalidOption", err, "middleware: ByIP: ")
+		}
+	}()
+	middleware.ByIP(1, time.Minute, nil)
 }
