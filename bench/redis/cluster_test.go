@@ -41,10 +41,12 @@ func clusterClient(b *testing.B, cl *redistest.Cluster) (*goredis.ClusterClient,
 // BenchmarkClusterAdmit is BenchmarkAdmit on a three-master Redis Cluster
 // on loopback that the benchmark starts (once, for all its sub-benchmarks
 // and -count runs) and stops: every decision admits, over 1,000 keys.
-// server-cpu-ns/op adds up the three masters.
+// server-cpu-ns/op adds up the three masters. The store and its floor
+// run on every shape, as in BenchmarkAdmit.
 func BenchmarkClusterAdmit(b *testing.B) {
 	cl := redistest.StartCluster(b)
-	for _, ct := range contenders {
+	runShaped(b, "cadmit-", clusterKeys, func(b *testing.B) (goredis.UniversalClient, *counter) { return clusterClient(b, cl) })
+	for _, ct := range contenders[1:] {
 		b.Run(ct.name, func(b *testing.B) {
 			c, h := clusterClient(b, cl)
 			decide := ct.make(b, c, 1<<30)

@@ -11,7 +11,9 @@
 // decision (counted by a go-redis hook, so other users of the shared Redis
 // do not blur it), and the CPU time per decision of the benchmark process
 // (client-cpu-ns/op, getrusage) and of the Redis server (server-cpu-ns/op,
-// INFO cpu, which counts every client of that server). REDIS_ADDR points
+// INFO cpu, which counts every client of that server), and the time the
+// server spent running scripts per decision (script-ns/op, INFO
+// commandstats' EVALSHA and EVAL). REDIS_ADDR points
 // the single-node benchmarks at another server, such as a private one:
 //
 //	REDIS_ADDR=127.0.0.1:6394 go test -run '^$' -bench . -count 5 ./redis
@@ -23,6 +25,17 @@
 // server-cpu-ns/op adds up the three masters:
 //
 //	go test -run '^$' -bench Cluster -count 6 ./redis
+//
+// BenchmarkAdmit and BenchmarkClusterAdmit run the store beside its floor
+// (floor_test.go) on every shape of policy: AppClock and ServerClock, one
+// window and two (layered). The floor is the least a fixed-window limiter
+// can ask of Redis over the same keys and batches: one script call per
+// round and server, batched as the store batches, that MGETs the keys,
+// then INCRBYs each (SET with PX for a new one), with no check of what it
+// read and one integer per request in its reply. Its server-cpu-ns/op is
+// what the store's is to be measured against:
+//
+//	REDIS_ADDR=127.0.0.1:6394 go test -run '^$' -bench 'Admit$/(fixedwindow|floor)/' -count 6 ./redis
 //
 // BenchmarkRingAdmit does the same on a go-redis Ring of three servers it
 // starts. The store runs its one path per client kind: Batch on a

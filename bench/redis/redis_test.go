@@ -79,6 +79,18 @@ func cpuTime(b *testing.B) time.Duration {
 // (INFO cpu): the one server of a single-node client, the sum over the
 // masters of a Cluster client or the shards of a Ring.
 func serverCPU(b *testing.B, c goredis.UniversalClient) time.Duration {
+	return forEachServer(b, c, "cpu", infoCPU)
+}
+
+// scriptTime returns the time the Redis servers behind c have spent
+// running scripts (INFO commandstats: EVALSHA and EVAL, the commands they
+// call included), summed as serverCPU sums.
+func scriptTime(b *testing.B, c goredis.UniversalClient) time.Duration {
+	return forEachServer(b, c, "commandstats", infoScript)
+}
+
+// forEachServer adds up read over INFO section of every server behind c.
+func forEachServer(b *testing.B, c goredis.UniversalClient, section string, read func(*testing.B, *goredis.StringCmd) time.Duration) time.Duration {
 	ctx := context.Background()
 	var forEach func(context.Context, func(context.Context, *goredis.Client) error) error
 	switch c := c.(type) {
@@ -87,18 +99,18 @@ func serverCPU(b *testing.B, c goredis.UniversalClient) time.Duration {
 	case *goredis.Ring:
 		forEach = c.ForEachShard
 	default:
-		return infoCPU(b, c.Info(ctx, "cpu"))
+		return read(b, c.Info(ctx, section))
 	}
 	var (
 		mu  sync.Mutex
 		sum time.Duration
 	)
 	err := forEach(ctx, func(ctx context.Context, n *goredis.Client) error {
-		info := n.Info(ctx, "cpu")
+		info := n.Info(ctx, section)
 		if err := info.Err(); err != nil {
 			return err
 		}
-		t := infoCPU(b, info)
+		t := read(b, info)
 		mu.Lock()
 		sum += t
 		mu.Unlock()
@@ -108,6 +120,32 @@ func serverCPU(b *testing.B, c goredis.UniversalClient) time.Duration {
 		b.Fatal(err)
 	}
 	return sum
+}
+
+// infoScript adds up the usec of cmdstat_evalsha and cmdstat_eval in one
+// INFO commandstats reply.
+func infoScript(b *testing.B, cmd *goredis.StringCmd) time.Duration {
+	info, err := cmd.Result()
+	if err != nil {
+		b.Error(err)
+		return 0
+	}
+	var us int64
+	for _, line := range strings.Split(info, "\n") {
+		for _, f := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
+			v, ok := strings.CutPrefix(strings.TrimSpace(line), f)
+			if !ok {
+				continue
+			}
+			for _, kv := range strings.Split(v, ",") {
+				if n, ok := strings.CutPrefix(kv, "usec="); ok {
+					x, _ := strconv.ParseInt(n, 10, 64)
+					us += x
+				}
+			}
+		}
+	}
+	return time.Duration(us) * time.Microsecond
 }
 
 // infoCPU adds up used_cpu_sys and used_cpu_user of one INFO cpu reply.
@@ -160,6 +198,7 @@ type meter struct {
 	c          goredis.UniversalClient
 	h          *counter
 	cpu0, srv0 time.Duration
+	script0    time.Duration
 	before     int64
 	start      time.Time
 }
@@ -167,7 +206,7 @@ type meter struct {
 // startMeter reads the counters and starts the benchmark's timer.
 func startMeter(b *testing.B, c goredis.UniversalClient, h *counter) meter {
 	m := meter{c: c, h: h}
-	m.cpu0, m.srv0 = cpuTime(b), serverCPU(b, c)
+	m.cpu0, m.srv0, m.script0 = cpuTime(b), serverCPU(b, c), scriptTime(b, c)
 	m.before = h.n.Load() // after INFO, which the hook counts too
 	b.ResetTimer()
 	m.start = time.Now()
@@ -181,9 +220,10 @@ func (m meter) report(b *testing.B) {
 	el := time.Since(m.start)
 	b.StopTimer()
 	after := m.h.n.Load()
-	cpu1, srv1 := cpuTime(b), serverCPU(b, m.c)
+	cpu1, srv1, script1 := cpuTime(b), serverCPU(b, m.c), scriptTime(b, m.c)
 	b.ReportMetric(float64(cpu1-m.cpu0)/float64(b.N), "client-cpu-ns/op")
 	b.ReportMetric(float64(srv1-m.srv0)/float64(b.N), "server-cpu-ns/op")
+	b.ReportMetric(float64(script1-m.script0)/float64(b.N), "script-ns/op")
 	b.ReportMetric(float64(b.N)/el.Seconds(), "decisions/s")
 	b.ReportMetric(float64(after-m.before)/float64(b.N), "redis-cmds/op")
 }
@@ -206,16 +246,21 @@ type contender struct {
 // client's kind: Batch on a *redis.Client, Batch per node on a Cluster
 // client, Plain on a Ring.
 func ours(b *testing.B, c goredis.UniversalClient, limit int64) func(context.Context, string) (bool, error) {
+	return oursShaped(b, c, shapes[0], limit)
+}
+
+// oursShaped is ours on the policy and clock of sh.
+func oursShaped(b *testing.B, c goredis.UniversalClient, sh shape, limit int64) func(context.Context, string) (bool, error) {
 	// The peers have no deadline but go-redis's 3s read timeout; the
 	// store gets the same, so a loaded machine measures speed, not the
 	// failure policy.
-	s, err := redisstore.New(c, redisstore.WithTimeout(3*time.Second),
+	s, err := redisstore.New(c, redisstore.WithTimeout(3*time.Second), redisstore.WithClockSource(sh.clock),
 		redisstore.WithPrefix("bench:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	l, err := limiter.New(limiter.MustPolicy("bench", limiter.PerHour(limit)), limiter.WithStore(s))
+	l, err := limiter.New(limiter.MustPolicy("bench", sh.rates(limit)...), limiter.WithStore(s))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -258,9 +303,12 @@ var contenders = []contender{
 }
 
 // BenchmarkAdmit: every decision admits (a limit no key reaches), so every
-// one needs Redis; one node, a *redis.Client.
+// one needs Redis; one node, a *redis.Client. The store and its floor
+// (floor_test.go) run on every shape (AppClock and ServerClock, one
+// window and two), the peers on one window.
 func BenchmarkAdmit(b *testing.B) {
-	for _, ct := range contenders {
+	runShaped(b, "admit-", keys, func(b *testing.B) (goredis.UniversalClient, *counter) { return client(b) })
+	for _, ct := range contenders[1:] {
 		b.Run(ct.name, func(b *testing.B) {
 			c, h := client(b)
 			decide := ct.make(b, c, 1<<30)
