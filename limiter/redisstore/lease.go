@@ -3,9 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -69,34 +67,14 @@ func (c leaseConfig) validate() error {
 }
 
 // leases holds this replica's leases and the local demand that sizes
-// them, per key and policy. Times are milliseconds in the store's time
-// base: the request's instant under AppClock; under ServerClock the
-// monotonic clock, onto which each lease's end in Redis's time is mapped
-// at its grant, as the over-limit cache does, so no step of the
-// application's clock moves a lease.
-//
-// Memory is bounded as the over-limit cache's: at most size keys, each a
-// pointer to about 150 bytes plus the client key; a full shard drops the
-// entries whose window has ended, and if still full does not track the
-// new key, which then leases nothing.
+// them. Times are milliseconds in the store's time base: the request's
+// instant under AppClock, mono under ServerClock, onto which each lease's
+// end in Redis's time is mapped at its grant. An entry is a pointer to
+// about 150 bytes plus the client key; a key not kept leases nothing.
 type leases struct {
-	seed     maphash.Seed
-	shards   [olShards]leaseShard
-	perShard int
-	horizon  int64 // ms
-	divisor  int64
-	server   bool
-	mono     func() time.Duration
-}
-
-type leaseShard struct {
-	mu sync.Mutex
-	m  map[olKey]*leaseEntry
-	// epoch counts the Resets of the shard's keys: a grant from a script
-	// that ran before a Reset was charged to deleted counts, and is not
-	// held.
-	epoch uint64
-	_     [32]byte
+	shardedMap[*leaseEntry]
+	horizon int64 // ms
+	divisor int64
 }
 
 // A leaseEntry is one key's lease and demand on this replica. Guarded by
@@ -132,13 +110,8 @@ func newLeases(c leaseConfig, size int, server bool) *leases {
 	if !c.on {
 		return nil
 	}
-	start := time.Now()
-	l := &leases{seed: maphash.MakeSeed(), perShard: max(1, size/olShards),
-		horizon: c.horizon.Milliseconds(), divisor: c.divisor, server: server,
-		mono: func() time.Duration { return time.Since(start) }}
-	for i := range l.shards {
-		l.shards[i].m = make(map[olKey]*leaseEntry)
-	}
+	l := &leases{horizon: c.horizon.Milliseconds(), divisor: c.divisor}
+	l.init(size, server)
 	return l
 }
 
@@ -162,10 +135,10 @@ func (l *leases) take(ctx context.Context, req *limiter.Request, deadline time.T
 		return d, tk, false, nil
 	}
 	tk.t = l.now(req)
-	k := olKey{req.Policy, req.Key}
-	sh := &l.shards[maphash.String(l.seed, req.Key)%olShards]
+	k := shardKey{req.Policy, req.Key}
+	sh := l.shard(req.Key)
 	sh.mu.Lock()
-	tk.epoch = sh.epoch
+	tk.epoch = sh.epoch.Load()
 	e := sh.m[k]
 	if e == nil {
 		if e = l.insert(sh, k, tk.t); e == nil {
@@ -209,19 +182,12 @@ func (l *leases) take(ctx context.Context, req *limiter.Request, deadline time.T
 // entries whose span has ended, then, if that was not enough, those that
 // hold nothing (their demand is forgotten: such a key's leases grow
 // again from nothing); it returns nil when still full. Entries with a
-// lease request in flight are never dropped. Each pass empties much of
-// the shard, so inserts cost O(1) amortised.
-func (l *leases) insert(sh *leaseShard, k olKey, t int64) *leaseEntry {
-	for pass := 0; len(sh.m) >= l.perShard; pass++ {
-		if pass == 2 {
-			return nil
-		}
-		for k, e := range sh.m {
-			ended := !e.known || t >= e.end || t < e.start
-			if e.pending == nil && (ended || pass == 1 && e.held == 0) {
-				delete(sh.m, k)
-			}
-		}
+// lease request in flight are never dropped.
+func (l *leases) insert(sh *shard[*leaseEntry], k shardKey, t int64) *leaseEntry {
+	ended := func(e *leaseEntry) bool { return e.pending == nil && (!e.known || t >= e.end || t < e.start) }
+	idle := func(e *leaseEntry) bool { return e.pending == nil && e.held == 0 }
+	if !l.room(sh, ended) && !l.room(sh, idle) {
+		return nil
 	}
 	e := &leaseEntry{since: t}
 	sh.m[k] = e
@@ -310,9 +276,9 @@ func (l *leases) settle(tk *leaseTicket, req *limiter.Request, r *result, at tim
 		l.record(req, r, at, tk)
 	}
 	if tk.ch != nil {
-		sh := &l.shards[maphash.String(l.seed, req.Key)%olShards]
+		sh := l.shard(req.Key)
 		sh.mu.Lock()
-		if e := sh.m[olKey{req.Policy, req.Key}]; e != nil && e.pending == tk.ch {
+		if e := sh.m[shardKey{req.Policy, req.Key}]; e != nil && e.pending == tk.ch {
 			e.pending = nil
 		}
 		sh.mu.Unlock()
@@ -341,11 +307,11 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 		offset = ms - tk.t
 		start, end = math.MinInt64, end-offset
 	}
-	sh := &l.shards[maphash.String(l.seed, req.Key)%olShards]
+	sh := l.shard(req.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := sh.m[olKey{p, req.Key}]
-	if e == nil || sh.epoch != tk.epoch {
+	e := sh.m[shardKey{p, req.Key}]
+	if e == nil || sh.epoch.Load() != tk.epoch {
 		return // never tracked, or Reset since the script ran
 	}
 	switch {
@@ -361,26 +327,7 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 // forget drops key's entry under p: Reset's counts are gone from Redis,
 // and so is what this replica held.
 func (l *leases) forget(p *limiter.Policy, key string) {
-	if l == nil {
-		return
+	if l != nil {
+		l.drop(p, key)
 	}
-	sh := &l.shards[maphash.String(l.seed, key)%olShards]
-	sh.mu.Lock()
-	delete(sh.m, olKey{p, key})
-	sh.epoch++
-	sh.mu.Unlock()
-}
-
-// held returns the units this replica holds for key under p, for tests.
-func (l *leases) held(p *limiter.Policy, key string) int64 {
-	if l == nil {
-		return 0
-	}
-	sh := &l.shards[maphash.String(l.seed, key)%olShards]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if e := sh.m[olKey{p, key}]; e != nil {
-		return e.held
-	}
-	return 0
 }

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"hash/maphash"
 	"slices"
 	"strconv"
 	"sync"
@@ -107,8 +106,8 @@ func TestLeaseServerClockDatesInItsWindow(t *testing.T) {
 	early := lender
 	early.t, early.ch = 0, nil
 	l.settle(&lender, &req, r, time.UnixMilli(windowStart), true)
-	sh := &l.shards[maphash.String(l.seed, "k")%olShards]
-	e := sh.m[olKey{p, "k"}]
+	sh := l.shard("k")
+	e := sh.m[shardKey{p, "k"}]
 	d, ok := l.spend(e, &req, early.t)
 	if !ok {
 		t.Fatal("waiter not decided from the lease")
@@ -797,4 +796,18 @@ func TestLeasesExactServerClock(t *testing.T) {
 	if leased == 0 {
 		t.Fatal("no decision made from a lease")
 	}
+}
+
+// held returns the units this replica holds for key under p, in a test.
+func (l *leases) held(p *limiter.Policy, key string) int64 {
+	if l == nil {
+		return 0
+	}
+	sh := l.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.m[shardKey{p, key}]; e != nil {
+		return e.held
+	}
+	return 0
 }

@@ -1,9 +1,6 @@
 package redisstore
 
 import (
-	"hash/maphash"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -12,42 +9,10 @@ import (
 // overLimit remembers keys that are over their limit. Counts never fall
 // inside a window, so a key whose count has reached its limit in window W
 // refuses every request until W ends: such requests are answered here,
-// with the same limiter.Decide, and never reach Redis.
-//
-// Memory is bounded: at most size entries, each the client key (shared
-// with the caller's string) plus about 100 bytes. A full shard first drops
-// its expired entries; if it is still full, the new entry is not kept,
-// which costs only round trips.
-//
-// Under ServerClock an entry's windows are Redis's, and the application's
-// clock says nothing about them: an app clock stepped back would keep a
-// key refused after Redis's window ended, for as long as the step. Such
-// entries keep Redis's time at the decision and read how much has passed
-// since on the monotonic clock, which no step moves.
-type overLimit struct {
-	seed     maphash.Seed
-	shards   [olShards]olShard
-	perShard int
-	server   bool                 // ServerClock: entries age on mono
-	mono     func() time.Duration // monotonic time; a test may set it
-}
-
-const olShards = 64
-
-type olShard struct {
-	mu sync.Mutex
-	m  map[olKey]olEntry
-	// epoch counts the Resets of the shard's keys. A decision reads it
-	// before its round trip and note inserts nothing if it moved: a reply
-	// that lands after a Reset must not put back the key it cleared.
-	epoch atomic.Uint64
-	_     [32]byte
-}
-
-type olKey struct {
-	p   *limiter.Policy
-	key string
-}
+// with the same limiter.Decide, and never reach Redis. An entry is the
+// client key (shared with the caller's string) plus about 100 bytes, and
+// is stale once its windows end.
+type overLimit struct{ shardedMap[olEntry] }
 
 type olEntry struct {
 	states [limiter.MaxWindows]limiter.State
@@ -61,29 +26,22 @@ func newOverLimit(size int, server bool) *overLimit {
 	if size == 0 {
 		return nil
 	}
-	start := time.Now()
-	c := &overLimit{seed: maphash.MakeSeed(), perShard: max(1, size/olShards), server: server,
-		mono: func() time.Duration { return time.Since(start) }}
-	for i := range c.shards {
-		c.shards[i].m = make(map[olKey]olEntry)
-	}
+	c := new(overLimit)
+	c.init(size, server)
 	return c
-}
-
-func (c *overLimit) shard(key string) *olShard {
-	return &c.shards[maphash.String(c.seed, key)%olShards]
 }
 
 // lookup answers a request for a key known to be over its limit. now is
 // the request's instant; under ServerClock it is not used: Redis's time is
-// the entry's plus the monotonic time since. ok is false when the key is unknown, its full windows
-// have ended, or (the clock stepped back) Decide would admit.
+// the entry's plus the monotonic time since. ok is false when the key is
+// unknown, its full windows have ended, or (the clock stepped back) Decide
+// would admit.
 func (c *overLimit) lookup(p *limiter.Policy, key string, now time.Time, cost int64) (d limiter.Decision, ok bool) {
 	if c == nil {
 		return d, false
 	}
 	sh := c.shard(key)
-	k := olKey{p, key}
+	k := shardKey{p, key}
 	var m time.Duration
 	if c.server {
 		m = c.mono()
@@ -152,35 +110,19 @@ func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindo
 		m = c.mono()
 		e.at, e.mono = at, m
 	}
+	stale := func(old olEntry) bool { return c.instant(&old, reqNow, m).UnixMilli() >= old.until }
 	sh.mu.Lock()
-	if sh.epoch.Load() != epoch {
-		sh.mu.Unlock()
-		return
-	}
-	if len(sh.m) >= c.perShard {
-		for k, old := range sh.m {
-			if c.instant(&old, reqNow, m).UnixMilli() >= old.until {
-				delete(sh.m, k)
-			}
-		}
-	}
-	if len(sh.m) < c.perShard {
-		sh.m[olKey{p, key}] = e
+	if sh.epoch.Load() == epoch && c.room(sh, stale) {
+		sh.m[shardKey{p, key}] = e
 	}
 	sh.mu.Unlock()
 }
 
-// forget drops key's entry under p and moves its shard's epoch, so that
-// no decision already in flight can record the key again.
+// forget is drop, for a store that may have no cache.
 func (c *overLimit) forget(p *limiter.Policy, key string) {
-	if c == nil {
-		return
+	if c != nil {
+		c.drop(p, key)
 	}
-	sh := c.shard(key)
-	sh.mu.Lock()
-	delete(sh.m, olKey{p, key})
-	sh.epoch.Add(1)
-	sh.mu.Unlock()
 }
 
 // len returns the number of entries held.

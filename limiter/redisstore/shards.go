@@ -1,0 +1,85 @@
+package redisstore
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// shardedMap is the table behind the over-limit cache and the leases: an
+// entry per key and policy, in shards with a mutex each so that hot keys
+// seldom share a lock.
+//
+// Memory is bounded: at most size entries. A full shard first drops the
+// entries its user finds stale (see room); if it is still full, the new
+// key is not kept, and its requests go to Redis as if there were no table.
+//
+// Under ServerClock an entry's windows are Redis's, and the application's
+// clock says nothing about them: an app clock stepped back would keep a
+// key refused, or a lease valid, after Redis's window ended, for as long
+// as the step. Such entries map Redis's time onto mono, which no step
+// moves.
+type shardedMap[V any] struct {
+	seed     maphash.Seed
+	shards   [nShards]shard[V]
+	perShard int
+	server   bool                 // ServerClock: entries age on mono
+	mono     func() time.Duration // monotonic time; a test may set it
+}
+
+const nShards = 64
+
+type shard[V any] struct {
+	mu sync.Mutex
+	m  map[shardKey]V
+	// epoch counts the Resets of the shard's keys. A decision reads it
+	// before its round trip and records nothing if it moved: its reply was
+	// charged to counts Reset deleted, and must not put back the key.
+	epoch atomic.Uint64
+	_     [32]byte
+}
+
+type shardKey struct {
+	p   *limiter.Policy
+	key string
+}
+
+func (s *shardedMap[V]) init(size int, server bool) {
+	start := time.Now()
+	s.seed, s.perShard, s.server = maphash.MakeSeed(), max(1, size/nShards), server
+	s.mono = func() time.Duration { return time.Since(start) }
+	for i := range s.shards {
+		s.shards[i].m = make(map[shardKey]V)
+	}
+}
+
+func (s *shardedMap[V]) shard(key string) *shard[V] {
+	return &s.shards[maphash.String(s.seed, key)%nShards]
+}
+
+// room reports whether sh, locked, may take a new entry, first dropping
+// the entries stale reports if it is full. Each purge empties much of the
+// shard, so inserts cost O(1) amortised.
+func (s *shardedMap[V]) room(sh *shard[V], stale func(V) bool) bool {
+	if len(sh.m) >= s.perShard {
+		for k, v := range sh.m {
+			if stale(v) {
+				delete(sh.m, k)
+			}
+		}
+	}
+	return len(sh.m) < s.perShard
+}
+
+// drop deletes key's entry under p and moves its shard's epoch, so that
+// no decision already in flight can record the key again.
+func (s *shardedMap[V]) drop(p *limiter.Policy, key string) {
+	sh := s.shard(key)
+	sh.mu.Lock()
+	delete(sh.m, shardKey{p, key})
+	sh.epoch.Add(1)
+	sh.mu.Unlock()
+}
