@@ -42,11 +42,11 @@ type policyKeys struct {
 	rates  []any // limit, window ms, for each rate
 }
 
-// keyCache memoises policyKeys per policy. Policies are usually few and
+// policyMemo memoises a value per policy. Policies are usually few and
 // long-lived; a resolver that builds policies per request must not grow it
-// without end, so past maxCachedPolicies entries the keys are computed
+// without end, so past maxCachedPolicies entries the value is computed
 // afresh each time instead of stored.
-type keyCache struct {
+type policyMemo[V any] struct {
 	m sync.Map
 	n atomic.Int64
 }
@@ -54,10 +54,26 @@ type keyCache struct {
 // maxCachedPolicies bounds the per-policy caches of a Store.
 const maxCachedPolicies = 256
 
-func (c *keyCache) get(p *limiter.Policy) *policyKeys {
+func (c *policyMemo[V]) get(p *limiter.Policy, compute func(*limiter.Policy) V) V {
 	if v, ok := c.m.Load(p); ok {
-		return v.(*policyKeys)
+		return v.(V)
 	}
+	v := compute(p)
+	if c.n.Load() >= maxCachedPolicies {
+		return v
+	}
+	got, loaded := c.m.LoadOrStore(p, v)
+	if !loaded {
+		c.n.Add(1)
+	}
+	return got.(V)
+}
+
+type keyCache struct{ policyMemo[*policyKeys] }
+
+func (c *keyCache) get(p *limiter.Policy) *policyKeys { return c.policyMemo.get(p, newPolicyKeys) }
+
+func newPolicyKeys(p *limiter.Policy) *policyKeys {
 	pk := &policyKeys{rates: make([]any, 0, 2*p.NumRates())}
 	for i := range p.NumRates() {
 		r := p.Rate(i)
@@ -66,14 +82,7 @@ func (c *keyCache) get(p *limiter.Policy) *policyKeys {
 		pk.suffix[i] = ":" + p.ID() + ":" + strconv.FormatInt(ms, 10)
 		pk.rates = append(pk.rates, strconv.FormatInt(r.Limit, 10), strconv.FormatInt(ms, 10))
 	}
-	if c.n.Load() >= maxCachedPolicies {
-		return pk
-	}
-	v, loaded := c.m.LoadOrStore(p, pk)
-	if !loaded {
-		c.n.Add(1)
-	}
-	return v.(*policyKeys)
+	return pk
 }
 
 // appendKeys appends the Redis keys of key's windows under p at the instant

@@ -30,9 +30,8 @@ type Store struct {
 	// gone to, keyed by its client: each with its own breaker.
 	dests sync.Map
 
-	fallback   *limiter.MemoryStore // FailLocal only
-	fbPolicies sync.Map             // *limiter.Policy → its policy at limit/divisor
-	fbCount    atomic.Int64         // entries in fbPolicies, at most maxCachedPolicies
+	fallback   *limiter.MemoryStore        // FailLocal only
+	fbPolicies policyMemo[*limiter.Policy] // each policy at limit/divisor
 
 	// replyHook, when set by a test, runs between a decision's round trip
 	// and its note in the over-limit cache.
@@ -355,7 +354,7 @@ func (s *Store) degrade(ctx context.Context, req *limiter.Request, err error) (l
 	case FailOpen:
 		s.stats.degraded.Add(1)
 		_, d := limiter.Decide(req.Policy, [limiter.MaxWindows]limiter.State{}, req.Now, req.Cost)
-		return d, nil
+		return limiter.Uncharged(d), nil
 	case FailLocal:
 		s.stats.degraded.Add(1)
 		fr := *req
@@ -370,25 +369,17 @@ func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
 	if s.cfg.divisor == 1 {
 		return p
 	}
-	if v, ok := s.fbPolicies.Load(p); ok {
-		return v.(*limiter.Policy)
-	}
-	rates := p.Rates()
-	for i := range rates {
-		rates[i].Limit = max(1, rates[i].Limit/s.cfg.divisor)
-	}
-	fp, err := limiter.NewPolicy(p.Name(), rates...)
-	if err != nil { // cannot happen: smaller limits of a valid policy are valid
-		fp = p
-	}
-	if s.fbCount.Load() >= maxCachedPolicies {
+	return s.fbPolicies.get(p, func(p *limiter.Policy) *limiter.Policy {
+		rates := p.Rates()
+		for i := range rates {
+			rates[i].Limit = max(1, rates[i].Limit/s.cfg.divisor)
+		}
+		fp, err := limiter.NewPolicy(p.Name(), rates...)
+		if err != nil { // cannot happen: smaller limits of a valid policy are valid
+			return p
+		}
 		return fp
-	}
-	v, loaded := s.fbPolicies.LoadOrStore(p, fp)
-	if !loaded {
-		s.fbCount.Add(1)
-	}
-	return v.(*limiter.Policy)
+	})
 }
 
 // Reset forgets key's counters under p, in Redis and in the over-limit
