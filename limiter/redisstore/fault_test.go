@@ -96,8 +96,12 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 			srv := redistest.StartServer(t)
 			c := redistest.Client(t, srv.Addr())
 			var ev events
-			s := newStore(t, c, WithFailurePolicy(fp), WithFallbackDivisor(2), WithTimeout(timeout),
-				WithBreaker(3, 100*time.Millisecond), WithObserver(ev.observe))
+			opts := []Option{WithFailurePolicy(fp), WithTimeout(timeout),
+				WithBreaker(3, 100*time.Millisecond), WithObserver(ev.observe)}
+			if fp == FailLocal { // the divisor applies to FailLocal alone
+				opts = append(opts, WithFallbackDivisor(2))
+			}
+			s := newStore(t, c, opts...)
 			l := newLimiter(t, p, s, limitertest.New(t0))
 			ctx := context.Background()
 			if got := admitted(t, l, "before", 12, nil); got != 10 {

@@ -22,11 +22,9 @@ func TestWithLeasesValidates(t *testing.T) {
 		horizon time.Duration
 		divisor int64
 	}{
-		{"zero_horizon", 0, 64},
 		{"negative_horizon", -time.Millisecond, 64},
 		{"sub_millisecond_horizon", 1500 * time.Microsecond, 64},
 		{"horizon_over_an_hour", time.Hour + time.Millisecond, 64},
-		{"zero_divisor", 50 * time.Millisecond, 0},
 		{"negative_divisor", 50 * time.Millisecond, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,6 +39,15 @@ func TestWithLeasesValidates(t *testing.T) {
 		t.Fatalf("New(WithLeases(defaults)): %v", err)
 	}
 	s.Close()
+	// Zero asks for each default.
+	s, err = New(sharedClient(t), WithLeases(0, 0))
+	if err != nil {
+		t.Fatalf("New(WithLeases(0, 0)): %v", err)
+	}
+	defer s.Close()
+	if got := s.cfg.lease; got.horizon != defaultLeaseHorizon || got.divisor != defaultLeaseDivisor {
+		t.Fatalf("WithLeases(0, 0) = horizon %v, divisor %d; want the defaults %v, %d", got.horizon, got.divisor, defaultLeaseHorizon, defaultLeaseDivisor)
+	}
 }
 
 // TestLeaseWantGrows checks the sizing rule on its own: nothing for a
