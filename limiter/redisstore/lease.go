@@ -88,6 +88,7 @@ type leaseEntry struct {
 	offset     int64                     // ServerClock: Redis's ms = t + offset
 	first      int64                     // ServerClock: the span's start, Redis's ms
 	held       int64                     // units leased and not yet spent, in the span
+	spent      int64                     // units spent from the lease in the span: what a refund may return to it
 
 	// Demand: cost asked of this replica since the instant since.
 	seen, since int64
@@ -198,7 +199,7 @@ func (l *leases) insert(sh *shard[*leaseEntry], k shardKey, t int64) *leaseEntry
 // (and dropping a lease that has ended) when t is outside the span.
 func (e *leaseEntry) observe(t, cost int64) {
 	if e.known && (t >= e.end || t < e.start) {
-		e.known, e.held, e.seen = false, 0, 0
+		e.known, e.held, e.spent, e.seen = false, 0, 0, 0
 	}
 	if e.seen == 0 {
 		e.since = t
@@ -216,6 +217,7 @@ func (l *leases) spend(e *leaseEntry, req *limiter.Request, t int64) (d limiter.
 	}
 	held := e.held
 	e.held -= req.Cost
+	e.spent += req.Cost
 	now := req.Now
 	if l.server {
 		// A request that read the monotonic clock before the lease
@@ -320,8 +322,38 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 	case !e.known || end > e.end:
 		// A newer span: what was held in the old one has ended.
 		e.start, e.end, e.ids, e.offset, e.first, e.held, e.known = start, end, ids, offset, first, r.granted, true
+		e.spent = 0
 	}
 	// A reply from an older span (a late one) leaves its grant stranded.
+}
+
+// refund returns to key's lease what a refund of req.Cost for d may: at
+// most the units spent from the lease in its span, and only while the
+// span holds d's windows at the refund's time. Those units were charged
+// in Redis once, at the grant: spent again from the lease, they are still
+// charged once. It returns how many units it took back.
+func (l *leases) refund(req *limiter.Request, d *limiter.Decision) int64 {
+	if l == nil {
+		return 0
+	}
+	t := l.now(req)
+	ms := d.DecidedAt().UnixMilli()
+	sh := l.shard(req.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.m[shardKey{req.Policy, req.Key}]
+	if e == nil || !e.known || t < e.start || t >= e.end {
+		return 0
+	}
+	for i := range req.Policy.NumRates() {
+		if id, _, _ := limiter.WindowID(ms, req.Policy.Rate(i).Window.Milliseconds()); id != e.ids[i] {
+			return 0
+		}
+	}
+	back := min(req.Cost, e.spent)
+	e.spent -= back
+	e.held += back
+	return back
 }
 
 // forget drops key's entry under p: Reset's counts are gone from Redis,

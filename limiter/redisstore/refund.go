@@ -16,7 +16,9 @@ var refundSource string
 var refundHash = redis.NewScript(refundSource).Hash()
 
 // Refund returns req.Cost to the windows d charged, while each is still
-// current, never below zero (see limiter.Store): in one script call sent
+// current, never below zero (see limiter.Store). With leases, what this
+// replica spent from its lease in d's windows goes back to the lease, with
+// no round trip; the rest to Redis, in one script call sent
 // at most once (as a charge is), bounded by the timeout, through the
 // client, which routes it by the key's hash tag. Under ServerClock
 // Redis's TIME says whether a window is still current; under AppClock
@@ -45,6 +47,9 @@ func (s *Store) Refund(ctx context.Context, req limiter.Request, d limiter.Decis
 	}
 	if ok, err := limiter.Refundable(d, req.Policy); !ok {
 		return err
+	}
+	if req.Cost -= s.leases.refund(&req, &d); req.Cost == 0 {
+		return nil // all back in this replica's lease
 	}
 	pk := s.keys.get(req.Policy)
 	n := req.Policy.NumRates()

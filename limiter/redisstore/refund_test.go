@@ -182,3 +182,114 @@ func TestRefundLostReplyAppliedOnce(t *testing.T) {
 		t.Fatal("no refund lost its reply after Redis ran it: the test proved nothing")
 	}
 }
+
+// TestRefundToLease: with leases, a refund of a charge spent from this
+// replica's lease goes back to the lease, with no round trip, at most
+// what was spent from it in the span; the rest goes to Redis. Under both
+// clocks, with two replicas, the window still admits no more than its
+// limit in all.
+func TestRefundToLease(t *testing.T) {
+	ctx := context.Background()
+	for _, clock := range []ClockSource{AppClock, ServerClock} {
+		t.Run(clock.String(), func(t *testing.T) {
+			c := sharedClient(t)
+			p := limiter.MustPolicy("refund-lease", limiter.PerMinute(200))
+			prefix := testPrefix(t)
+			clk := limitertest.New(t0.Add(10 * time.Second))
+			var (
+				ss []*Store
+				ls []*limiter.Limiter
+			)
+			for range 2 {
+				s := newStore(t, c, WithPrefix(prefix), WithClockSource(clock), WithLeases(time.Second, 4), WithOverLimitCache(0))
+				ss, ls = append(ss, s), append(ls, newLimiter(t, p, s, clk))
+			}
+			if clock == ServerClock {
+				awaitServerWindow(t, c, time.Minute)
+			}
+			var last limiter.Decision
+			for range 20 { // demand enough for a lease
+				d, err := ls[0].Allow(ctx, "hot", 1)
+				if err != nil || !d.Allowed {
+					t.Fatal(d, err)
+				}
+				last = d
+			}
+			held := ss[0].leases.held(p, "hot")
+			if held == 0 || ss[0].Stats().Leased == 0 {
+				t.Fatalf("no lease after 20 requests: held %d, %+v", held, ss[0].Stats())
+			}
+			trips := ss[0].Stats().RoundTrips
+			if err := ls[0].Refund(ctx, "hot", 1, last); err != nil {
+				t.Fatal(err)
+			}
+			if got := ss[0].leases.held(p, "hot"); got != held+1 || ss[0].Stats().RoundTrips != trips {
+				t.Fatalf("refund of a leased unit: held %d → %d, round trips %d → %d; want +1, none", held, got, trips, ss[0].Stats().RoundTrips)
+			}
+			// Spend everything, on both replicas, refunding as we go: the
+			// window admits the limit, never more.
+			admitted := 20 - 1 // one refunded above
+			for i := 0; i < 1000; i++ {
+				d, err := ls[i%2].Allow(ctx, "hot", 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !d.Allowed {
+					continue
+				}
+				admitted++
+				if i%10 == 0 {
+					if err := ls[i%2].Refund(ctx, "hot", 1, d); err != nil {
+						t.Fatal(err)
+					}
+					admitted--
+				}
+			}
+			if admitted > 200 {
+				t.Fatalf("%d charges stand after refunds, over the limit of 200", admitted)
+			}
+			if admitted < 200-2*4*50 { // each replica may strand at most a lease (cap 200/4)
+				t.Fatalf("%d charges stand, far below the limit: refunds lost", admitted)
+			}
+		})
+	}
+}
+
+// TestRefundFailLocal: a decision FailLocal made while Redis was away is
+// refunded to the in-memory fallback that charged it; one FailOpen
+// admitted was charged to nothing and refunds nothing, Redis away or not.
+func TestRefundFailLocal(t *testing.T) {
+	ctx := context.Background()
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
+	t.Cleanup(func() { down.Close() })
+	p := limiter.MustPolicy("refund-local", limiter.PerMinute(4))
+	s := newStore(t, down, WithFailurePolicy(FailLocal), WithFallbackDivisor(2), WithTimeout(100*time.Millisecond))
+	l := newLimiter(t, p, s, limitertest.New(t0))
+	var last limiter.Decision
+	for i := range 2 { // the fallback's limit: 4/2
+		d, err := l.Allow(ctx, "k", 1)
+		if err != nil || !d.Allowed {
+			t.Fatalf("request %d: %+v, %v", i, d, err)
+		}
+		last = d
+	}
+	if d, _ := l.Allow(ctx, "k", 1); d.Allowed {
+		t.Fatalf("over the fallback's limit: %+v", d)
+	}
+	if err := l.Refund(ctx, "k", 1, last); err != nil {
+		t.Fatalf("refund to the fallback: %v", err)
+	}
+	if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+		t.Fatalf("after the refund: %+v, %v; want admitted by the fallback", d, err)
+	}
+
+	open := newStore(t, down, WithFailurePolicy(FailOpen), WithTimeout(100*time.Millisecond))
+	lo := newLimiter(t, p, open, limitertest.New(t0))
+	d, err := lo.Allow(ctx, "k", 1)
+	if err != nil || !d.Allowed {
+		t.Fatalf("FailOpen: %+v, %v", d, err)
+	}
+	if err := lo.Refund(ctx, "k", 1, d); err != nil {
+		t.Fatalf("refund of a FailOpen admission: %v, want nothing to do", err)
+	}
+}
