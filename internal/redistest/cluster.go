@@ -95,8 +95,8 @@ func (c *Cluster) Addrs() []string {
 }
 
 // Client returns a cluster client of the nodes, built as the store needs
-// it (ContextTimeoutEnabled, no retries nor redirects followed), closed
-// when the test ends. opts, if any, may change the options first.
+// it (ContextTimeoutEnabled; go-redis's default retries and redirects),
+// closed when the test ends. opts, if any, may change the options first.
 func (c *Cluster) Client(t testing.TB, opts ...func(*redis.ClusterOptions)) *redis.ClusterClient {
 	t.Helper()
 	o := &redis.ClusterOptions{

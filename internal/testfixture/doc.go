@@ -5,6 +5,7 @@
 // and middleware tests). One reader, so that every package sees a fixture
 // alike; each package's test states what it checks against it.
 //
-// It imports nothing of this module, so that any package's internal tests
-// may use it without an import cycle.
+// Of this module it imports only limiter and limiter/limitertest (header
+// scenarios build decisions), so limiter's tests use it from their
+// external test package, and every other package's tests from anywhere.
 package testfixture

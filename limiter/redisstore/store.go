@@ -53,8 +53,9 @@ type counters struct {
 
 // Stats counts what the store has done since New.
 type Stats struct {
-	// RoundTrips is the number of script calls sent to Redis (one may
-	// carry several decisions on a *redis.Client, which batches them).
+	// RoundTrips is the number of script calls sent to Redis (one call
+	// carries the decisions of a round for one server: the single node, a
+	// Cluster master, a Ring shard).
 	RoundTrips uint64
 	// Decisions is the number of decisions made by Redis.
 	Decisions uint64
@@ -215,10 +216,12 @@ func checkContextTimeout(c redis.UniversalClient) error {
 	return nil
 }
 
-// Take decides one request: from the over-limit cache when the key is
-// known to be over its limit in this window, else with one script call,
-// bounded by the timeout and ctx. When Redis cannot decide, the failure
-// policy answers. A refusal is a Decision, never an error.
+// Take decides one request: from this replica's lease for the key when it
+// holds one (WithLeases), else from the over-limit cache when the key is
+// known to be over its limit in this window, else in a script call shared
+// with the decisions queued beside it, all bounded by one timeout and ctx.
+// When Redis cannot decide, the failure policy answers. A refusal is a
+// Decision, never an error.
 //
 // A decision that timed out, or whose ctx ended, may still have been
 // charged: its script may have reached Redis and run, and only the reply
