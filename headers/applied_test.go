@@ -128,3 +128,53 @@ func TestWriteLegacyClamped(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteBufferAt: the legacy fields go into the caller's Buffer once;
+// a second write, or one with the draft fields, is WriteAllAt's.
+func TestWriteBufferAt(t *testing.T) {
+	p := limiter.MustPolicy("api", limiter.PerMinute(3))
+	l, _ := newLimiter(t, p, noon30)
+	d := allow(t, l, 1)
+	tests := []struct {
+		name       string
+		opts       []Option
+		writes     int
+		wantAllocs float64
+	}{
+		// The Buffer itself is one allocation: the values alias it, so it
+		// goes to the heap, as the middleware's state does.
+		{"legacy_first_write_allocates_nothing_more", nil, 1, 1},
+		{"legacy_second_write_allocates_its_own", nil, 2, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWriter(t, tt.opts...)
+			h := make(http.Header, 8)
+			allocs := testing.AllocsPerRun(50, func() {
+				var buf Buffer
+				for range tt.writes {
+					w.WriteBufferAt(&buf, h, &d, noon30, nil)
+				}
+			})
+			if allocs != tt.wantAllocs {
+				t.Errorf("%d writes: %v allocations, want %v", tt.writes, allocs, tt.wantAllocs)
+			}
+			one := http.Header{}
+			w.WriteAt(one, &d, noon30)
+			for name := range one {
+				if h.Get(name) != one.Get(name) {
+					t.Errorf("%s = %q, want WriteAt's %q", name, h.Get(name), one.Get(name))
+				}
+			}
+		})
+	}
+	// With the draft fields the Buffer is not used, and RateLimit-Policy
+	// lists what applied.
+	w := newWriter(t, WithDraftHeaders())
+	var buf Buffer
+	h := http.Header{}
+	w.WriteBufferAt(&buf, h, &d, noon30, []*limiter.Policy{p, limiter.MustPolicy("other", limiter.PerMinute(9))})
+	if got := h.Get("RateLimit-Policy"); got != `"api";q=3;w=60, "other";q=9;w=60` {
+		t.Errorf("RateLimit-Policy = %q", got)
+	}
+}

@@ -139,6 +139,30 @@ func (w *Writer) WriteAt(h http.Header, d *limiter.Decision, now time.Time) {
 	}
 }
 
+// A Buffer is room for the values of one Write of the legacy fields, for
+// a caller that allocates it together with other per-request state and so
+// saves Write its own allocation (the middleware keeps one in the state
+// it puts in the request's context). The header values written into a
+// Buffer alias it: write into it once, and keep it, as Go keeps any
+// value, while the response's header map is in use. The zero Buffer is
+// ready.
+type Buffer struct {
+	blk  block
+	used bool
+}
+
+// WriteBufferAt is WriteAllAt with buf, unless it is nil or already
+// written into, as the storage of the legacy fields. The draft fields,
+// when enabled, are formatted into an allocation of their own as ever.
+func (w *Writer) WriteBufferAt(buf *Buffer, h http.Header, d *limiter.Decision, now time.Time, applied []*limiter.Policy) {
+	if buf == nil || buf.used || d == nil || !w.legacy || w.draft {
+		w.WriteAllAt(h, d, now, applied)
+		return
+	}
+	buf.used = true
+	w.writeLegacyInto(&buf.blk, h, d)
+}
+
 // writeLegacy is Write without the draft fields, the default and the
 // common case: the limit and reset strings come from the cache, the
 // remaining count (and on a denial the retry) are formatted into the one
@@ -146,7 +170,11 @@ func (w *Writer) WriteAt(h http.Header, d *limiter.Decision, now time.Time) {
 // count are clamped as the draft's are: a custom Limiter's -5 is sent as
 // 0, which a client can act on.
 func (w *Writer) writeLegacy(h http.Header, d *limiter.Decision) {
-	blk := new(block)
+	w.writeLegacyInto(new(block), h, d)
+}
+
+// writeLegacyInto is writeLegacy into the storage blk.
+func (w *Writer) writeLegacyInto(blk *block, h http.Header, d *limiter.Decision) {
 	blk.vals[0] = w.ints.format(sfInteger(d.Limit))
 	b := strconv.AppendInt(blk.buf[:0], sfInteger(d.Remaining), 10)
 	blk.vals[1] = unsafe.String(&blk.buf[0], len(b))
