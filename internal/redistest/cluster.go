@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,33 @@ func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
 	return startCluster(t, 3, 0, "2000")
 }
+
+var shared struct {
+	once sync.Once
+	c    *Cluster
+	err  any
+	proc process
+}
+
+// SharedCluster returns a three-master cluster started on first use and
+// shared by every test of the package that asks, for tests that give their
+// keys a prefix of their own and leave every slot served (a slot they
+// move stays moved). The package's TestMain stops it with
+// StopSharedCluster.
+func SharedCluster(t testing.TB) *Cluster {
+	t.Helper()
+	shared.once.Do(func() {
+		defer func() { shared.err = recover() }()
+		shared.c = startCluster(&shared.proc, 3, 0, "2000")
+	})
+	if shared.err != nil {
+		t.Fatalf("redistest: shared cluster: %v", shared.err)
+	}
+	return shared.c
+}
+
+// StopSharedCluster stops the cluster SharedCluster started, if any.
+func StopSharedCluster() { shared.proc.stop() }
 
 // StartClusterWithReplicas starts three masters with one replica each
 // (six nodes, paired as redis-cli assigns them), a node timeout of
@@ -51,13 +79,13 @@ func StartClusterWithReplicas(t testing.TB, nodeTimeoutMS int, args ...string) *
 	return c
 }
 
-func startCluster(t testing.TB, nodes, replicas int, nodeTimeout string, args ...string) *Cluster {
+func startCluster(t owner, nodes, replicas int, nodeTimeout string, args ...string) *Cluster {
 	t.Helper()
 	c := &Cluster{}
 	var addrs []string
 	for range nodes {
 		dir := t.TempDir()
-		n := StartServer(t, append([]string{"--cluster-enabled", "yes",
+		n := startServer(t, append([]string{"--cluster-enabled", "yes",
 			"--cluster-config-file", dir + "/nodes.conf",
 			"--cluster-node-timeout", nodeTimeout}, args...)...)
 		c.Nodes = append(c.Nodes, n)

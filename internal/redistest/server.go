@@ -19,7 +19,7 @@ const SharedAddr = "127.0.0.1:6379"
 // A Server is one redis-server process on a loopback port, with no
 // persistence. Its methods are safe for concurrent use.
 type Server struct {
-	t    testing.TB
+	t    owner
 	port int
 	dir  string
 	args []string
@@ -32,9 +32,14 @@ type Server struct {
 // command-line arguments, and stops it when the test ends.
 func StartServer(t testing.TB, args ...string) *Server {
 	t.Helper()
-	s := &Server{t: t, port: FreePort(t), dir: t.TempDir(), args: args}
+	return startServer(t, args...)
+}
+
+func startServer(o owner, args ...string) *Server {
+	o.Helper()
+	s := &Server{t: o, port: freePort(o), dir: o.TempDir(), args: args}
 	s.start()
-	t.Cleanup(s.Kill)
+	o.Cleanup(s.Kill)
 	return s
 }
 
@@ -111,6 +116,11 @@ func waitPing(addr string, within time.Duration) error {
 // FreePort returns a loopback TCP port that was free a moment ago, whose
 // port+10000 (a Cluster node's bus port) is free too.
 func FreePort(t testing.TB) int {
+	t.Helper()
+	return freePort(t)
+}
+
+func freePort(t owner) int {
 	t.Helper()
 	for range 100 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -105,7 +105,7 @@ func TestTakeRacingCloseIsNotAnOutage(t *testing.T) {
 // away, a 50 ms timeout); Close waits for the rounds, so no goroutine of
 // the store is left once it returns.
 func TestNothingOutlivesCloseClusterBatch(t *testing.T) {
-	cl := redistest.StartCluster(t)
+	cl := redistest.SharedCluster(t)
 	proxies := map[string]*redistest.Proxy{}
 	for _, a := range cl.Addrs() {
 		proxies[a] = redistest.StartProxy(t, a)

@@ -22,7 +22,7 @@ import (
 // slot moved to another master mid-run (MOVED) keeps its counts.
 func TestCluster(t *testing.T) {
 	ctx := context.Background()
-	cl := redistest.StartCluster(t)
+	cl := redistest.SharedCluster(t)
 	p := limiter.MustPolicy("cluster", limiter.PerMinute(12), limiter.PerSecond(5))
 	prefix := testPrefix(t)
 	clk := limitertest.New(t0)
@@ -139,7 +139,7 @@ func TestCluster(t *testing.T) {
 // (nothing is charged twice, nothing dropped after it ran).
 func TestClusterMigrationUnderLoad(t *testing.T) {
 	ctx := context.Background()
-	cl := redistest.StartCluster(t)
+	cl := redistest.SharedCluster(t)
 	admin := cl.Client(t)
 	p := limiter.MustPolicy("migrate", limiter.PerMinute(1<<30), limiter.PerHour(1<<30))
 	for _, mode := range []path{pathPlain, pathBatch} {
@@ -288,7 +288,7 @@ func TestClusterMigrationUnderLoad(t *testing.T) {
 // answers ASK, go-redis follows it, and the decision is charged once.
 func TestClusterTryAgain(t *testing.T) {
 	ctx := context.Background()
-	cl := redistest.StartCluster(t)
+	cl := redistest.SharedCluster(t)
 	admin := cl.Client(t)
 	p := limiter.MustPolicy("tryagain", limiter.PerMinute(100), limiter.PerHour(100))
 	for _, mode := range []path{pathPlain, pathBatch} {

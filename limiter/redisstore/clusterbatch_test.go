@@ -22,7 +22,7 @@ import (
 // Redis holds exactly the decisions made.
 func TestClusterBatchRoutesResults(t *testing.T) {
 	ctx := context.Background()
-	cl := redistest.StartCluster(t)
+	cl := redistest.SharedCluster(t)
 	admin := cl.Client(t)
 	const limit, keys = 1000, 24
 	per := func(i int) int { return 5 + i } // decisions for key i
@@ -96,7 +96,7 @@ func TestClusterBatchRoutesResults(t *testing.T) {
 // sharing its slot (hence its script call) nor those of other slots.
 func TestCorruptKeyAloneInClusterBatch(t *testing.T) {
 	ctx := context.Background()
-	cl := redistest.StartCluster(t)
+	cl := redistest.SharedCluster(t)
 	admin := cl.Client(t)
 	p := limiter.MustPolicy("corruptslot", limiter.PerMinute(3))
 	s := newStore(t, cl.Client(t))
@@ -172,7 +172,7 @@ func keysOnNode(t *testing.T, cl *redistest.Cluster, c *redis.ClusterClient, add
 // call.
 func TestClusterNodeCall(t *testing.T) {
 	ctx := context.Background()
-	cl := redistest.StartCluster(t)
+	cl := redistest.SharedCluster(t)
 	admin := cl.Client(t)
 	p := limiter.MustPolicy("nodecall", limiter.PerMinute(3), limiter.PerHour(100))
 	s := newStore(t, cl.Client(t), WithOverLimitCache(0))
@@ -247,7 +247,7 @@ func TestClusterNodeCallSlotMoved(t *testing.T) {
 // slot moved (finished) or mid-migration.
 func testNodeCallSlotMoved(t *testing.T, clock ClockSource, finished bool) {
 	ctx := context.Background()
-	cl := redistest.StartCluster(t)
+	cl := redistest.SharedCluster(t)
 	admin := cl.Client(t)
 	p := limiter.MustPolicy("moved", limiter.PerMinute(10))
 	s := newStore(t, cl.Client(t), WithOverLimitCache(0), WithClockSource(clock))
@@ -329,7 +329,7 @@ func TestClusterNodeCallMidMigration(t *testing.T) {
 	for _, clock := range []ClockSource{AppClock, ServerClock} {
 		t.Run(clock.String(), func(t *testing.T) {
 			ctx := context.Background()
-			cl := redistest.StartCluster(t)
+			cl := redistest.SharedCluster(t)
 			admin := cl.Client(t)
 			if clock == ServerClock {
 				awaitServerWindow(t, admin, time.Minute)
@@ -447,7 +447,7 @@ func TestClusterNodeCallMidMigration(t *testing.T) {
 // node call's probe instead of redirecting it; its batches make one call
 // per slot, which go-redis routes.
 func TestClusterReadOnlyClientSlotCalls(t *testing.T) {
-	cl := redistest.StartCluster(t)
+	cl := redistest.SharedCluster(t)
 	admin := cl.Client(t)
 	p := limiter.MustPolicy("readonly", limiter.PerMinute(10))
 	var keys []string

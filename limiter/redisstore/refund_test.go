@@ -19,7 +19,7 @@ import (
 // (ServerClock's boundary is Redis's own: TestRefundServerClockEndedWindow).
 func TestRefund(t *testing.T) {
 	ctx := context.Background()
-	cl := redistest.StartCluster(t)
+	cl := redistest.SharedCluster(t)
 	ring, _ := startRing(t, 2, time.Second)
 	clients := []struct {
 		name string

@@ -13,7 +13,7 @@ import (
 // keys, whose slot requestSlot finds from the client key alone.
 func TestKeySlot(t *testing.T) {
 	ctx := context.Background()
-	cl := redistest.StartCluster(t)
+	cl := redistest.SharedCluster(t)
 	admin := cl.Client(t)
 	s := newStore(t, admin)
 	p := limiter.MustPolicy("slot", limiter.PerMinute(5), limiter.PerHour(50))
