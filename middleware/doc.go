@@ -32,12 +32,22 @@
 //     signed-in user by id and anyone else by address.
 //
 // Several limits on one route (per client address and per user, say) are
-// given to one middleware with WithLimiter, not by stacking two
-// middlewares: the one middleware resolves every key first, then decides
-// in order, stops at the first refusal, and writes one coherent set of
-// headers describing the most restrictive decision. Two stacked
-// middlewares would each set the headers, and the inner one's would win
-// whatever they say.
+// given to one middleware with WithLimiter, which resolves every key
+// first, then decides in order and stops at the first refusal, or by
+// stacking middlewares (chi's r.Use inside r.Route, then r.With). Either
+// way the response carries one set of headers, describing the most
+// restrictive decision, and RateLimit-Policy lists every policy that
+// applied. The handler reads that decision with DecisionFrom.
+//
+// WithCountIf charges every request before the handler runs and refunds
+// the responses that do not count once it has answered: a login route
+// that counts failures only.
+//
+// A key function installed where it cannot work (keyfunc.RoutePattern
+// before routing, chikey.ClientIP without chi's ClientIPFrom*) is the
+// server's mistake: 500, reported as Misconfigured. A request whose
+// client left before the limiter decided is not admitted, even with
+// WithFailOpen: 499, reported as Canceled.
 //
 // WithShadow decides, counts and sends headers but never refuses, so a new
 // limit can be watched before it is enforced; with several limiters it

@@ -26,14 +26,34 @@ const (
 	// KeyError: the request's key could not be resolved; no limiter was
 	// asked.
 	KeyError
+	// Misconfigured: the key function cannot work where the server
+	// installed it (its error wraps keyfunc.ErrMisconfigured:
+	// keyfunc.RoutePattern before routing, chikey.ClientIP without a
+	// ClientIPFrom* middleware). No limiter was asked; the request was
+	// answered by the error handler (500), with or without WithFailOpen.
+	Misconfigured
+	// Canceled: the limiter could not decide and the request's context
+	// was done: the client left, or the server's own deadline for the
+	// request passed. It is no store failure and nothing was admitted,
+	// with or without WithFailOpen: the handler was not called, and the
+	// answer is a bare 499, the status access logs know from nginx as
+	// "client closed request" (nobody is there to read it).
+	Canceled
+	// Refunded: after the handler answered with a status WithCountIf
+	// does not count, the limiter was asked to return the charge. Err is
+	// the refund's error, if it failed (the charge then stays).
+	Refunded
 )
 
 var outcomeNames = [...]string{
-	Allowed:      "allowed",
-	Denied:       "denied",
-	ShadowDenied: "shadow_denied",
-	Error:        "error",
-	KeyError:     "key_error",
+	Allowed:       "allowed",
+	Denied:        "denied",
+	ShadowDenied:  "shadow_denied",
+	Error:         "error",
+	KeyError:      "key_error",
+	Misconfigured: "misconfigured",
+	Canceled:      "canceled",
+	Refunded:      "refunded",
 }
 
 // String returns the outcome's name in snake case ("shadow_denied"), as
@@ -60,16 +80,17 @@ type Event struct {
 	Policy *limiter.Policy
 	// Outcome is what became of the request under this limiter.
 	Outcome Outcome
-	// Decision is the limiter's answer; the zero Decision for Error and
-	// KeyError.
+	// Decision is the limiter's answer (for Refunded, the one refunded);
+	// the zero Decision for Error, Canceled, KeyError and Misconfigured.
 	Decision limiter.Decision
-	// Err is the limiter's error for Error, the key function's for
-	// KeyError, and nil otherwise.
+	// Err is the limiter's error for Error and Canceled, the key
+	// function's for KeyError and Misconfigured (it says what is set up
+	// wrong), the refund's for a Refunded that failed, and nil otherwise.
 	Err error
 	// FailOpen reports that an error let the request through.
 	FailOpen bool
 	// Duration is how long the limiter took to answer; zero for
-	// KeyError.
+	// KeyError, Misconfigured and Refunded.
 	Duration time.Duration
 }
 

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -23,7 +24,8 @@ import (
 // sets the limiter's clock (limitertest.Clock) sets the middleware's. A
 // Limiter without them is asked with Allow and timed by the system clock,
 // and its decisions, which limiter.Decide did not make, are dated by the
-// system clock.
+// system clock. A decision without a Policy is taken to be of the
+// limiter's Policy, in the headers and for DecisionFrom.
 type Limiter interface {
 	// Allow decides and charges, as limiter.Limiter.Allow does: a
 	// refusal is a Decision with Allowed false and a nil error.
@@ -33,9 +35,19 @@ type Limiter interface {
 	Policy() *limiter.Policy
 }
 
+// A Refunder is a Limiter that can return a charge, as *limiter.Limiter
+// can: WithCountIf needs every limiter of the middleware to be one.
+type Refunder interface {
+	// Refund returns cost to the windows d charged for key, while each
+	// is still current and never below zero, as
+	// limiter.Limiter.Refund does.
+	Refund(ctx context.Context, key string, cost int64, d limiter.Decision) error
+}
+
 var (
 	_ Limiter        = (*limiter.Limiter)(nil)
 	_ clockedLimiter = (*limiter.Limiter)(nil)
+	_ Refunder       = (*limiter.Limiter)(nil)
 )
 
 // A clockedLimiter says which clock its decisions are made by and decides
@@ -94,6 +106,11 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 	}
 	for i := range c.rules {
 		c.rules[i].clocked, _ = c.rules[i].lim.(clockedLimiter)
+		if c.countIf != nil {
+			if _, ok := c.rules[i].lim.(Refunder); !ok {
+				return nil, fmt.Errorf("%w: WithCountIf: limiter %d (policy %q) has no Refund method", ErrInvalidOption, i, c.rules[i].lim.Policy().Name())
+			}
+		}
 	}
 	if c.headers == nil {
 		w, err := headers.New()
@@ -103,11 +120,11 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 		c.headers = w
 	}
 	if c.denied == nil {
-		c.deny = c.headers.WriteDeniedAt
+		c.deny = c.headers.WriteDeniedAllAt
 	} else {
 		custom := c.denied
-		c.deny = func(w http.ResponseWriter, r *http.Request, d *limiter.Decision, now time.Time) {
-			c.headers.WriteAt(w.Header(), d, now)
+		c.deny = func(w http.ResponseWriter, r *http.Request, d *limiter.Decision, now time.Time, applied []*limiter.Policy) {
+			c.headers.WriteAllAt(w.Header(), d, now, applied)
 			custom(w, r, d)
 		}
 	}
@@ -129,7 +146,8 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 
 // ServeHTTP resolves every key first, so that a request whose identity is
 // incomplete charges nothing, then decides limiter by limiter up to the
-// first refusal, enforced or shadow.
+// first refusal, enforced or shadow. The decisions join those of the
+// middlewares around it (see state) before the headers are written.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := h.cfg
 	if c.exempt != nil && c.exempt(r) {
@@ -143,10 +161,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			err = errEmptyKey
 		}
 		if err != nil {
-			if c.observe != nil {
-				c.observe(Event{Request: r, Policy: c.rules[i].lim.Policy(), Outcome: KeyError, Err: err})
-			}
-			c.onKeyError(w, r, err)
+			h.keyFailed(w, r, i, err)
 			return
 		}
 		keys[i] = k
@@ -156,9 +171,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cost = c.cost(r)
 	}
 	ctx := r.Context()
-	var best limiter.Decision
-	var bestAt time.Time
-	decided := false
+	var (
+		best     limiter.Decision
+		bestAt   time.Time
+		decided  bool
+		applied  [MaxLimiters]*limiter.Policy // the policies that decided, in order
+		nApplied int
+		charged  charges // for WithCountIf
+	)
 	for i := range c.rules {
 		lim, clocked := c.rules[i].lim, c.rules[i].clocked
 		if i == 0 && c.resolve != nil {
@@ -168,15 +188,21 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		d, at, took, err := allow(ctx, lim, clocked, keys[i], cost, c.observe != nil)
-		outcome := outcomeOf(d, err, c.shadow)
+		outcome := outcomeOf(ctx, d, err, c.shadow)
+		if err == nil && d.Policy == nil {
+			d.Policy = lim.Policy()
+		}
 		if c.observe != nil {
 			c.observe(Event{
 				Request: r, Key: keys[i], Policy: lim.Policy(), Outcome: outcome,
-				Decision: d, Err: err, FailOpen: err != nil && c.failOpen,
+				Decision: d, Err: err, FailOpen: outcome == Error && c.failOpen,
 				Duration: took,
 			})
 		}
 		switch outcome {
+		case Canceled:
+			clientGone(w)
+			return
 		case Error:
 			if c.failOpen {
 				continue
@@ -184,13 +210,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c.onError(w, r, err)
 			return
 		case Denied:
+			applied[nApplied] = d.Policy
+			nApplied++
 			// A copy, so that only a refusal moves a Decision to the
 			// heap: the handler is a func value the compiler cannot see
 			// through.
 			refused := d
-			c.deny(w, r, &refused, at)
+			c.deny(w, r, &refused, at, stateFrom(ctx).with(applied[:nApplied]))
 			return
 		}
+		applied[nApplied] = d.Policy
+		nApplied++
 		if !decided || moreRestrictive(&d, &best) {
 			best, bestAt, decided = d, at, true
 		}
@@ -202,16 +232,43 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// have stopped.
 			break
 		}
+		if c.countIf != nil {
+			charged.add(i, lim, &d)
+		}
 	}
 	if decided {
-		if !best.Allowed {
-			// Shadow mode: the response is a success, so it says how
-			// little is left but carries no Retry-After.
-			best.Allowed, best.RetryAfter = true, 0
+		st := stateFrom(ctx)
+		var rec *statusRecorder
+		if st == nil {
+			st, rec = newState(ctx, &best, bestAt, c.countIf != nil)
+			r = r.WithContext(st)
+		} else {
+			st.merge(&best, bestAt)
 		}
-		c.headers.WriteAt(w.Header(), &best, bestAt)
+		st.apply(applied[:nApplied])
+		hd := st.described()
+		c.headers.WriteBufferAt(&st.hdr, w.Header(), &hd, st.bestAt, st.applied())
+		if c.countIf != nil {
+			h.serveCounted(w, r, rec, ctx, &keys, cost, &charged)
+			return
+		}
 	}
 	h.next.ServeHTTP(w, r)
+}
+
+// keyFailed answers a request whose rule i found no key: 400 for a client
+// that cannot be identified, the error handler's 500 for a key function
+// the server installed where it cannot work.
+func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, i int, err error) {
+	c := h.cfg
+	outcome, answer := KeyError, c.onKeyError
+	if errors.Is(err, keyfunc.ErrMisconfigured) {
+		outcome, answer = Misconfigured, c.onError
+	}
+	if c.observe != nil {
+		c.observe(Event{Request: r, Policy: c.rules[i].lim.Policy(), Outcome: outcome, Err: err})
+	}
+	answer(w, r, err)
 }
 
 // allow asks lim for one decision. A clocked limiter (clocked is lim, or
@@ -239,8 +296,13 @@ func allow(ctx context.Context, lim Limiter, clocked clockedLimiter, key string,
 	return d, at, took, err
 }
 
-func outcomeOf(d limiter.Decision, err error, shadow bool) Outcome {
+// outcomeOf names what a decision made of the request. An error with the
+// request's context done is the client's leaving (or the server's
+// deadline), not a store failure: Canceled.
+func outcomeOf(ctx context.Context, d limiter.Decision, err error, shadow bool) Outcome {
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return Canceled
 	case err != nil:
 		return Error
 	case d.Allowed:
@@ -256,6 +318,18 @@ func outcomeOf(d limiter.Decision, err error, shadow bool) Outcome {
 // hosts, keys or internals, so the client is told nothing of it.
 func internalError(w http.ResponseWriter, _ *http.Request, _ error) {
 	http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+}
+
+// statusClientClosed is nginx's 499, "client closed request": not a
+// standard status, but the one access logs and their readers know for a
+// client that left before its answer.
+const statusClientClosed = 499
+
+// clientGone answers a request whose client left before the limiter
+// decided: nobody will read the answer, but the server and the access log
+// need a status, and an implicit 200 would say the request was served.
+func clientGone(w http.ResponseWriter) {
+	w.WriteHeader(statusClientClosed)
 }
 
 // badRequest is the default key error handler.

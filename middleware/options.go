@@ -32,7 +32,8 @@ type config struct {
 	resolve    func(*http.Request) Limiter
 	exempt     func(*http.Request) bool
 	denied     DeniedHandler
-	deny       func(http.ResponseWriter, *http.Request, *limiter.Decision, time.Time) // denied, or the default, after the headers
+	deny       func(http.ResponseWriter, *http.Request, *limiter.Decision, time.Time, []*limiter.Policy) // denied, or the default, after the headers
+	countIf    func(status int) bool
 	onError    ErrorHandler
 	onKeyError ErrorHandler
 	failOpen   bool
@@ -134,7 +135,9 @@ func WithDeniedHandler(f DeniedHandler) Option {
 }
 
 // WithErrorHandler replaces the default answer to a limiter that could not
-// decide: 500 Internal Server Error with a generic body.
+// decide, and to a key function that is misconfigured (the error wraps
+// keyfunc.ErrMisconfigured): 500 Internal Server Error with a generic
+// body.
 func WithErrorHandler(f ErrorHandler) Option {
 	return func(c *config) {
 		if f == nil {
@@ -163,6 +166,14 @@ func WithKeyErrorHandler(f ErrorHandler) Option {
 // through a limiter outage, at the price of no limit meanwhile: a choice
 // for public reads, not for logins or costly operations. The failure is
 // still reported to the observer, with Event.FailOpen set.
+//
+// A request whose context is done when the limiter fails is not let
+// through: the client left (or the server's deadline for the request
+// passed), which is no store failure, and admitting it uncharged would be
+// a way past the limit for anyone who hangs up early. It is reported as
+// Canceled and answered 499, without calling the handler. Nor does
+// fail-open let through a key function that cannot work where it is
+// installed (Misconfigured, 500).
 func WithFailOpen() Option { return func(c *config) { c.failOpen = true } }
 
 // WithShadow decides and counts as usual and sends the rate-limit headers,
@@ -190,6 +201,42 @@ func WithObserver(f Observer) Option {
 			c.fail("WithObserver", "observer is nil")
 		}
 		c.observe = f
+	}
+}
+
+// WithCountIf counts only the responses whose status count reports true:
+// the classic use is a login route that counts failures alone,
+//
+//	middleware.WithCountIf(func(status int) bool { return status == 401 || status == 403 })
+//
+// The request is charged before the handler runs, as without the option,
+// so concurrent requests can never pass the limit; once the handler has
+// returned, a response whose status count rejects is refunded: every
+// limiter of the middleware that charged it returns the cost, to every
+// window of its policy that is still the current one (see
+// limiter.Limiter.Refund; a refund never lends budget to a later
+// window). The status is the one the handler wrote, 200 if it wrote a
+// body or nothing without WriteHeader. A handler that panics, or hijacks
+// the connection, stays charged: its answer is unknown.
+//
+// The rate-limit headers were written before the handler ran, so
+// Remaining counts this request as spent: after a refund one more is
+// left than the header said. It is what remains if this response counts.
+//
+// Every limiter of the middleware must be a Refunder (*limiter.Limiter
+// is): New refuses the option otherwise, as it does a nil count. A
+// limiter that WithResolver returns and that cannot refund stays charged,
+// and the observer is told (Refunded, with an error). The handler gets a
+// ResponseWriter that records the status; it keeps http.Flusher,
+// http.Hijacker, io.ReaderFrom and http.Pusher, and unwraps for
+// http.ResponseController. Refunds are reported to the observer as
+// Refunded events.
+func WithCountIf(count func(status int) bool) Option {
+	return func(c *config) {
+		if count == nil {
+			c.fail("WithCountIf", "count function is nil")
+		}
+		c.countIf = count
 	}
 }
 

@@ -1,0 +1,191 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	chimw "github.com/go-chi/chi/v5/middleware"
+
+	"github.com/fixedwindow/ratelimit/keyfunc"
+	"github.com/fixedwindow/ratelimit/keyfunc/chikey"
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/middleware"
+)
+
+// TestMisconfiguredKeyIs500: a key function the server installed where it
+// cannot work answers 500 and tells the observer what is wrong; a client
+// that cannot be identified still gets 400.
+func TestMisconfiguredKeyIs500(t *testing.T) {
+	clk := newFakeClock(t0)
+	apiKey, err := keyfunc.Header("X-Api-Key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chiIP, err := chikey.ClientIP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		route       func(mw func(http.Handler) http.Handler) http.Handler
+		key         keyfunc.Func
+		opts        []middleware.Option
+		wantStatus  int
+		wantOutcome middleware.Outcome
+		wantErrText string
+	}{
+		{"route_pattern_on_chi_root_use", func(mw func(http.Handler) http.Handler) http.Handler {
+			r := chi.NewRouter()
+			r.Use(mw)
+			r.Get("/{id}", (&okHandler{}).ServeHTTP)
+			return r
+		}, keyfunc.RoutePattern(), nil, 500, middleware.Misconfigured, "no route pattern"},
+		{"route_pattern_fail_open_still_500", func(mw func(http.Handler) http.Handler) http.Handler {
+			r := chi.NewRouter()
+			r.Use(mw)
+			r.Get("/{id}", (&okHandler{}).ServeHTTP)
+			return r
+		}, keyfunc.RoutePattern(), []middleware.Option{middleware.WithFailOpen()}, 500, middleware.Misconfigured, "no route pattern"},
+		{"route_pattern_on_the_route_works", func(mw func(http.Handler) http.Handler) http.Handler {
+			r := chi.NewRouter()
+			r.With(mw).Get("/{id}", (&okHandler{}).ServeHTTP)
+			return r
+		}, keyfunc.RoutePattern(), nil, 200, middleware.Allowed, ""},
+		{"chikey_without_client_ip_middleware", func(mw func(http.Handler) http.Handler) http.Handler {
+			r := chi.NewRouter()
+			r.With(mw).Get("/{id}", (&okHandler{}).ServeHTTP)
+			return r
+		}, chiIP, nil, 500, middleware.Misconfigured, "ClientIPFrom*"},
+		{"chikey_with_client_ip_middleware", func(mw func(http.Handler) http.Handler) http.Handler {
+			r := chi.NewRouter()
+			r.Use(chimw.ClientIPFromRemoteAddr)
+			r.With(mw).Get("/{id}", (&okHandler{}).ServeHTTP)
+			return r
+		}, chiIP, nil, 200, middleware.Allowed, ""},
+		{"no_api_key_is_the_clients_400", func(mw func(http.Handler) http.Handler) http.Handler {
+			return mw(&okHandler{})
+		}, apiKey, nil, 400, middleware.KeyError, "no X-Api-Key header"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{}
+			opts := append([]middleware.Option{middleware.WithKey(tt.key), middleware.WithObserver(rec.observe)}, tt.opts...)
+			h := tt.route(newMiddleware(t, newLimiter(t, clk, "api", limiter.PerMinute(5)), opts...))
+			w := call(h, "192.0.2.1:1")
+			if w.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d (body %q)", w.Code, tt.wantStatus, w.Body.String())
+			}
+			if len(rec.events) != 1 || rec.events[0].Outcome != tt.wantOutcome {
+				t.Fatalf("events %+v, want one %v", rec.events, tt.wantOutcome)
+			}
+			e := rec.events[0]
+			if tt.wantErrText == "" {
+				return
+			}
+			if !strings.Contains(e.Err.Error(), tt.wantErrText) {
+				t.Errorf("event error %q, want it to say %q", e.Err, tt.wantErrText)
+			}
+			if got, want := errors.Is(e.Err, keyfunc.ErrMisconfigured), tt.wantOutcome == middleware.Misconfigured; got != want {
+				t.Errorf("event error %v wraps keyfunc.ErrMisconfigured %v, want %v", e.Err, got, want)
+			}
+			if strings.Contains(w.Body.String(), tt.wantErrText) {
+				t.Errorf("body %q tells the client the server's internals", w.Body.String())
+			}
+		})
+	}
+}
+
+// The error handler sees what is misconfigured, and may answer otherwise.
+func TestMisconfiguredGoesToTheErrorHandler(t *testing.T) {
+	var got error
+	h := newMiddleware(t, newLimiter(t, newFakeClock(t0), "api", limiter.PerMinute(5)),
+		middleware.WithKey(keyfunc.RoutePattern()),
+		middleware.WithErrorHandler(func(w http.ResponseWriter, _ *http.Request, err error) {
+			got = err
+			http.Error(w, "down", http.StatusServiceUnavailable)
+		}))(&okHandler{})
+	if w := call(h, "192.0.2.1:1"); w.Code != http.StatusServiceUnavailable || !errors.Is(got, keyfunc.ErrMisconfigured) {
+		t.Fatalf("status %d, error %v; want the error handler's 503 with an error wrapping ErrMisconfigured", w.Code, got)
+	}
+}
+
+// TestClientGoneIsNotAdmitted: a request whose context is done when the
+// limiter fails is no store failure: fail-open does not let it through,
+// nothing is charged, the handler never runs, and the answer is 499.
+func TestClientGoneIsNotAdmitted(t *testing.T) {
+	p := limiter.MustPolicy("api", limiter.PerMinute(100))
+	tests := []struct {
+		name string
+		lim  func(t *testing.T) middleware.Limiter
+		opts []middleware.Option
+	}{
+		{"fail_open_real_limiter", func(t *testing.T) middleware.Limiter {
+			return newLimiter(t, newFakeClock(t0), "api", limiter.PerMinute(100))
+		}, []middleware.Option{middleware.WithFailOpen()}},
+		{"fail_closed_real_limiter", func(t *testing.T) middleware.Limiter {
+			return newLimiter(t, newFakeClock(t0), "api", limiter.PerMinute(100))
+		}, nil},
+		{"fail_open_store_error_after_the_client_left", func(t *testing.T) middleware.Limiter {
+			return &stubLimiter{policy: p, err: errors.New("redisstore: read tcp: use of closed network connection")}
+		}, []middleware.Option{middleware.WithFailOpen()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lim := tt.lim(t)
+			rec := &recorder{}
+			next := &okHandler{}
+			h := newMiddleware(t, lim, append([]middleware.Option{middleware.WithObserver(rec.observe)}, tt.opts...)...)(next)
+			for range 50 {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/x", nil)
+				r.RemoteAddr = "192.0.2.1:1"
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if w.Code != 499 {
+					t.Fatalf("status %d, want 499", w.Code)
+				}
+				if w.Body.Len() != 0 {
+					t.Fatalf("body %q, want none", w.Body.String())
+				}
+			}
+			if n := next.count(); n != 0 {
+				t.Fatalf("handler ran for %d of 50 requests whose client had left, want 0", n)
+			}
+			for _, e := range rec.events {
+				if e.Outcome != middleware.Canceled || e.FailOpen || e.Err == nil {
+					t.Fatalf("event %v FailOpen %v Err %v, want Canceled, not fail-open, with the error", e.Outcome, e.FailOpen, e.Err)
+				}
+			}
+			if l, ok := lim.(*limiter.Limiter); ok {
+				d, err := l.Peek(context.Background(), "192.0.2.1", 1)
+				if err != nil || d.Remaining != 99 {
+					t.Fatalf("peek after 50 cancelled requests: %+v, %v; want 99 remaining, nothing charged", d, err)
+				}
+			}
+		})
+	}
+}
+
+// A store that fails while the client is still there fails open as
+// before.
+func TestFailOpenStillPassesALiveRequest(t *testing.T) {
+	lim := &stubLimiter{policy: limiter.MustPolicy("api", limiter.PerMinute(1)), err: errors.New("redisstore: dial tcp: connection refused")}
+	next := &okHandler{}
+	h := newMiddleware(t, lim, middleware.WithFailOpen())(next)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/x", nil)
+	r.RemoteAddr = "192.0.2.1:1"
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 200 || next.count() != 1 {
+		t.Fatalf("status %d, handler ran %d times; want 200 and once", w.Code, next.count())
+	}
+}

@@ -1,0 +1,153 @@
+package middleware
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// A state is what the middlewares limiting one request share: the decision
+// the headers describe and the policies that applied. The outermost
+// middleware that decides makes it, as the request's context, in one
+// allocation with everything else the request needs (the status recorder
+// of WithCountIf); an inner middleware finds it there and adds to it, so
+// that stacked middlewares send one set of headers and DecisionFrom sees
+// the most restrictive decision of them all.
+//
+// Only the middlewares write it, each before calling the handler it
+// wraps; the handler and what it calls only read it.
+type state struct {
+	context.Context // the request's context before the first middleware
+
+	best   limiter.Decision // the most restrictive decision; a refusal only in shadow mode
+	bestAt time.Time        // the instant best was decided at, for its headers
+
+	// one is the policy that applied while it is the only one; policies
+	// lists every policy that applied, outermost first, each once, once
+	// there are several. The common request allocates no list.
+	one      *limiter.Policy
+	policies []*limiter.Policy
+
+	hdr headers.Buffer // the first header write's values
+}
+
+// A countedState is a state with room for WithCountIf's status recorder,
+// made by a middleware that counts by status, so that such a request too
+// allocates one struct.
+type countedState struct {
+	state
+	rec statusRecorder
+}
+
+// stateKey is the context key of a *state. The state answers it itself,
+// so the request's context grows by one node, not two.
+type stateKey struct{}
+
+// Value returns the state for stateKey, and asks the parent otherwise.
+func (s *state) Value(key any) any {
+	if _, ok := key.(stateKey); ok {
+		return s
+	}
+	return s.Context.Value(key)
+}
+
+// stateFrom returns the state of the middlewares that decided ctx's
+// request, or nil.
+func stateFrom(ctx context.Context) *state {
+	s, _ := ctx.Value(stateKey{}).(*state)
+	return s
+}
+
+// newState returns the state of a request first decided by d at at, and
+// a status recorder for WithCountIf in the same allocation when counted.
+func newState(ctx context.Context, d *limiter.Decision, at time.Time, counted bool) (*state, *statusRecorder) {
+	if counted {
+		cs := &countedState{state: state{Context: ctx, best: *d, bestAt: at}}
+		return &cs.state, &cs.rec
+	}
+	return &state{Context: ctx, best: *d, bestAt: at}, nil
+}
+
+// merge makes d the decision the headers describe if it is more
+// restrictive than the one they describe now.
+func (s *state) merge(d *limiter.Decision, at time.Time) {
+	if moreRestrictive(d, &s.best) {
+		s.best, s.bestAt = *d, at
+	}
+}
+
+// apply records that the policies applied, keeping each once.
+func (s *state) apply(ps []*limiter.Policy) {
+	for _, p := range ps {
+		switch {
+		case s.policies == nil && (s.one == nil || s.one == p):
+			s.one = p
+		case s.policies == nil:
+			s.policies = append(make([]*limiter.Policy, 0, 2*MaxLimiters), s.one, p)
+		case !slices.Contains(s.policies, p):
+			s.policies = append(s.policies, p)
+		}
+	}
+}
+
+// applied returns every policy that applied, for the headers; nil when
+// one alone did, which is then the policy of best.
+func (s *state) applied() []*limiter.Policy { return s.policies }
+
+// described returns the decision as the headers describe it: a refusal
+// that shadow mode let through is an admission with nothing remaining and
+// no Retry-After.
+func (s *state) described() limiter.Decision {
+	d := s.best
+	if !d.Allowed {
+		d.Allowed, d.RetryAfter = true, 0
+	}
+	return d
+}
+
+// DecisionFrom returns the decision that the rate-limit headers of ctx's
+// request describe, for the handler: a JSON body showing the quota, a log
+// line. With several limiters (WithLimiter) or stacked middlewares it is
+// the most restrictive of their decisions, as the headers are. It reports
+// false outside the middleware, and for a request no limiter decided
+// (exempt, or let through by WithFailOpen).
+//
+// The decision was made before the handler ran: Remaining counts this
+// request as charged, even where WithCountIf refunds it once the handler
+// has answered. In shadow mode a refusal that was let through reads as
+// the headers say, an admission with nothing remaining. A custom Limiter's
+// decision without a Policy carries the limiter's.
+//
+// DecisionFrom allocates nothing; the handler may call it as often as it
+// likes, and from goroutines it starts, while it runs.
+func DecisionFrom(ctx context.Context) (limiter.Decision, bool) {
+	s := stateFrom(ctx)
+	if s == nil {
+		return limiter.Decision{}, false
+	}
+	return s.described(), true
+}
+
+// with returns, in a new slice, the policies that applied to the request
+// when those of the middleware deciding now are added to the state's: the
+// list a refusal's headers name. A nil state has none of its own. The
+// copy keeps the caller's array on its stack: the denied handler is a
+// func value that escape analysis cannot see through.
+func (s *state) with(ps []*limiter.Policy) []*limiter.Policy {
+	var all []*limiter.Policy
+	switch {
+	case s != nil && s.policies != nil:
+		all = append(all, s.policies...)
+	case s != nil && s.one != nil:
+		all = append(all, s.one)
+	}
+	for _, p := range ps {
+		if !slices.Contains(all, p) {
+			all = append(all, p)
+		}
+	}
+	return all
+}

@@ -1,0 +1,103 @@
+package middleware
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+)
+
+// A statusRecorder is the ResponseWriter WithCountIf hands the handler: it
+// notes the status of the response and passes everything on. It keeps the
+// optional interfaces a server's ResponseWriter has (http.Flusher,
+// http.Hijacker, io.ReaderFrom, http.Pusher) and unwraps for
+// http.ResponseController, which finds the rest (deadlines, full duplex)
+// on the writer it wraps.
+type statusRecorder struct {
+	http.ResponseWriter
+	status   int  // the final status, 0 until one is written
+	hijacked bool // the handler took the connection: the status is unknown
+}
+
+var (
+	_ http.Flusher  = (*statusRecorder)(nil)
+	_ http.Hijacker = (*statusRecorder)(nil)
+	_ io.ReaderFrom = (*statusRecorder)(nil)
+	_ http.Pusher   = (*statusRecorder)(nil)
+)
+
+// WriteHeader notes the first final status. 1xx informational answers
+// (103 Early Hints) come before the final one and do not count; 101
+// Switching Protocols is final.
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write notes 200 for a body written without WriteHeader, as net/http
+// sends it.
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// ReadFrom keeps the wrapped writer's io.ReaderFrom (sendfile) in reach.
+func (w *statusRecorder) ReadFrom(r io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return io.Copy(w.ResponseWriter, r)
+}
+
+// Flush sends what is buffered, committing a 200 if nothing was written.
+// It does nothing when the wrapped writer cannot flush.
+func (w *statusRecorder) Flush() { _ = w.FlushError() }
+
+// FlushError is Flush with the wrapped writer's error, as
+// http.ResponseController calls it.
+func (w *statusRecorder) FlushError() error {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack hands the connection to the handler. The response is then
+// whatever the handler writes on it, unknown here: the request stays
+// charged.
+func (w *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil {
+		w.hijacked = true
+	}
+	return c, rw, err
+}
+
+// Push is the wrapped writer's HTTP/2 server push, or
+// http.ErrNotSupported.
+func (w *statusRecorder) Push(target string, opts *http.PushOptions) error {
+	if p, ok := w.ResponseWriter.(http.Pusher); ok {
+		return p.Push(target, opts)
+	}
+	return http.ErrNotSupported
+}
+
+// Unwrap returns the wrapped writer, for http.ResponseController.
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// final returns the status the client got and whether it is known: 200
+// when the handler wrote nothing, as net/http then sends; unknown after a
+// hijack.
+func (w *statusRecorder) final() (int, bool) {
+	if w.hijacked {
+		return 0, false
+	}
+	if w.status == 0 {
+		return http.StatusOK, true
+	}
+	return w.status, true
+}
