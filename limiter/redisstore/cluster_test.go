@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"runtime"
 	"context"
 	"strconv"
 	"strings"
@@ -188,9 +189,10 @@ func TestClusterMigrationUnderLoad(t *testing.T) {
 
 			stop := make(chan struct{})
 			var (
-				wg     sync.WaitGroup
-				failed atomic.Int64
-				firstE atomic.Pointer[error]
+				wg      sync.WaitGroup
+				failed  atomic.Int64
+				decided atomic.Int64
+				firstE  atomic.Pointer[error]
 			)
 			for g := range 32 {
 				wg.Add(1)
@@ -209,6 +211,7 @@ func TestClusterMigrationUnderLoad(t *testing.T) {
 							k = 1 + i/2%(len(keys)-1)
 						}
 						d, err := l.Allow(ctx, keys[k], 1)
+						decided.Add(1)
 						switch {
 						case err != nil:
 							failed.Add(1)
@@ -219,7 +222,13 @@ func TestClusterMigrationUnderLoad(t *testing.T) {
 					}
 				}()
 			}
-			pause := func() { time.Sleep(150 * time.Millisecond) }
+			// Each phase lasts until the callers have made 200 more
+			// decisions, whatever the machine's speed.
+			pause := func() {
+				for start := decided.Load(); decided.Load() < start+200; {
+					runtime.Gosched()
+				}
+			}
 			pause()
 			for range 2 { // away, then back
 				finish := cl.BeginMove(t, int(slot), other())
@@ -327,9 +336,9 @@ func TestClusterTryAgain(t *testing.T) {
 			do(sc, "MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS", k0) // k1 stays: split
 			tryAgain := redistest.ErrorCount(t, src.Addr(), "TRYAGAIN")
 			moved := make(chan struct{})
-			go func() {
+			go func() { // once the source has refused the split call
 				defer close(moved)
-				time.Sleep(15 * time.Millisecond)
+				awaitErrors(t, src.Addr(), "TRYAGAIN", tryAgain)
 				_ = sc.Do(ctx, "MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS", k1).Err()
 			}()
 			d, err := l.Allow(ctx, key, 1)
@@ -339,6 +348,18 @@ func TestClusterTryAgain(t *testing.T) {
 			}
 			if n := redistest.ErrorCount(t, src.Addr(), "TRYAGAIN"); n <= tryAgain {
 				t.Fatalf("the source answered no TRYAGAIN (%d before, %d after): the test proved nothing", tryAgain, n)
+			}
+			// Other tests' keys of this slot (the Cluster is shared) move
+			// too: a slot is handed over empty.
+			for {
+				rest, err := sc.ClusterGetKeysInSlot(ctx, int(slot), 100).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rest) == 0 {
+					break
+				}
+				do(sc, append([]any{"MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS"}, toAny(rest)...)...)
 			}
 			for _, n := range cl.Nodes {
 				do(redistest.Client(t, n.Addr()), "CLUSTER", "SETSLOT", slot, "NODE", dstID)
@@ -350,4 +371,13 @@ func TestClusterTryAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// toAny returns ss as a slice of any, for a command's arguments.
+func toAny(ss []string) []any {
+	a := make([]any, len(ss))
+	for i, s := range ss {
+		a[i] = s
+	}
+	return a
 }

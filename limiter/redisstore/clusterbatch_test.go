@@ -387,10 +387,11 @@ func TestClusterNodeCallMidMigration(t *testing.T) {
 			if err := srcc.Do(ctx, "MIGRATE", "127.0.0.1", cl.Nodes[2].Port(), "", 0, 5000, "KEYS", x1).Err(); err != nil {
 				t.Fatal(err)
 			}
+			tryAgain := redistest.ErrorCount(t, src, "TRYAGAIN")
 			moved := make(chan struct{})
-			go func() {
+			go func() { // once the source has refused x's split call
 				defer close(moved)
-				time.Sleep(15 * time.Millisecond)
+				awaitErrors(t, src, "TRYAGAIN", tryAgain)
 				_ = srcc.Do(ctx, "MIGRATE", "127.0.0.1", cl.Nodes[2].Port(), "", 0, 5000, "KEYS", x0).Err()
 			}()
 			before := s.Stats()

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"runtime"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -115,4 +116,17 @@ func (p path) String() string {
 		return "plain"
 	}
 	return "by-client"
+}
+
+// awaitErrors waits until the server at addr has answered more than n
+// errors of the given prefix (INFO errorstats), for at most 5 s: a
+// handshake with the code under test instead of a fixed sleep.
+func awaitErrors(t testing.TB, addr, prefix string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); runtime.Gosched() {
+		if redistest.ErrorCount(t, addr, prefix) > n {
+			return
+		}
+	}
+	t.Errorf("no %s from %s within 5 s", prefix, addr)
 }

@@ -379,13 +379,17 @@ func TestReset(t *testing.T) {
 func TestCloseUnderLoad(t *testing.T) {
 	s := newStore(t, sharedClient(t))
 	p := limiter.MustPolicy("close", limiter.PerHour(1000))
-	var wg sync.WaitGroup
+	var wg, started sync.WaitGroup
 	for i := range 16 {
 		wg.Add(1)
+		started.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := 0; ; j++ {
 				_, err := s.Take(context.Background(), limiter.Request{Key: strconv.Itoa(i), Policy: p, Now: t0, Cost: 1})
+				if j == 0 {
+					started.Done()
+				}
 				if errors.Is(err, limiter.ErrClosed) {
 					return
 				}
@@ -396,7 +400,7 @@ func TestCloseUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(20 * time.Millisecond)
+	started.Wait() // every caller has decided once: Close lands mid-load
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
