@@ -1,8 +1,8 @@
 package redisstore
 
 import (
-	"runtime"
 	"context"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"

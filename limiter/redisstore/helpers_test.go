@@ -1,10 +1,10 @@
 package redisstore
 
 import (
-	"runtime"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
