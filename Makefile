@@ -1,8 +1,12 @@
-# Every target runs from the repository root. The lab (example/lab) is a
-# module of its own, joined to the root module by go.work, so PKGS names
-# its packages beside the root module's; bench/ is a module of its own too.
+# Every target runs from the repository root. The metrics adapters
+# (middleware/metrics, middleware/otelmetrics), the lab (example/lab) and
+# the observability programs (example/observe) are modules of their own,
+# joined to the root module by go.work, so that the root go.mod requires
+# neither Prometheus nor OpenTelemetry; PKGS names their packages beside
+# the root module's. bench/ is a module of its own too.
 GO       ?= go
-PKGS     ?= ./... ./example/lab/...
+MODULES  ?= middleware/metrics middleware/otelmetrics example/lab example/observe
+PKGS     ?= ./... $(addprefix ./,$(addsuffix /...,$(MODULES)))
 FUZZTIME ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
@@ -17,12 +21,16 @@ test: redis
 	cd bench && $(GO) vet ./...
 
 # The library's tests on the oldest supported Go (go.mod's go line), out of
-# the workspace so that only the root go.mod's requirements are built, as a
-# consumer's build would. The toolchain comes from the module proxy on
-# first use. No race detector: make test runs it on the current Go.
+# the workspace so that each module builds with its own go.mod's
+# requirements only, as a consumer's build would: the root module, then
+# every nested module in MODULES. The toolchain comes from the module
+# proxy on first use. No race detector: make test runs it on the current Go.
 OLDEST_GO ?= go1.25.0
 test-oldest-go: redis
 	GOTOOLCHAIN=$(OLDEST_GO) GOWORK=off $(GO) test -count=1 -timeout 20m ./...
+	set -e; for m in $(MODULES); do \
+		(cd $$m && GOTOOLCHAIN=$(OLDEST_GO) GOWORK=off $(GO) test -count=1 -timeout 20m ./...); \
+	done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 $(PKGS)

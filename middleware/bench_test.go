@@ -7,12 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
-	"github.com/fixedwindow/ratelimit/middleware/metrics"
 )
 
 // benchClients is how many client addresses the benchmark rotates through.
@@ -91,17 +88,10 @@ func BenchmarkMiddleware(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := metrics.New(prometheus.NewRegistry())
-	if err != nil {
-		b.Fatal(err)
-	}
-	observed, err := middleware.New(l, middleware.WithObserver(m.Observe))
-	if err != nil {
-		b.Fatal(err)
-	}
 	b.Run("handler=bare", func(b *testing.B) { serveParallel(b, bare, reqs) })
 	b.Run("handler=middleware", func(b *testing.B) { serveParallel(b, plain(bare), reqs) })
-	b.Run("handler=middleware+metrics", func(b *testing.B) { serveParallel(b, observed(bare), reqs) })
+	// handler=middleware+metrics is measured in the adapters' modules:
+	// middleware/metrics and middleware/otelmetrics, BenchmarkMiddleware.
 
 	// The parts of the cost: the same middleware keyed by the bare host
 	// (a substring of RemoteAddr: no parse, no allocation), and without

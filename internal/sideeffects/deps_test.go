@@ -2,6 +2,7 @@ package sideeffects
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,41 +30,90 @@ var allowed = map[[2]string]string{
 	{module + "/keyfunc/chikey", "net/http/pprof"}: "github.com/go-chi/chi/v5/middleware",
 }
 
-// goList runs the go command at the root of this module, outside any
-// workspace, so that it lists this module's packages only.
-func goList(t *testing.T, args ...string) []string {
+// goList runs the go command in dir, a module's directory relative to
+// the repository's root, outside any workspace, so that it lists that
+// module's packages with that module's requirements, as a consumer's
+// build would.
+func goList(t *testing.T, dir string, args ...string) []string {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("go", append([]string{"list"}, args...)...)
-	cmd.Dir = root
+	cmd.Dir = filepath.Join(root, filepath.FromSlash(dir))
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		t.Fatalf("go list %s in %s: %v\n%s", strings.Join(args, " "), dir, err, stderr.String())
 	}
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
-// libraryPackages lists the packages a user may import: every package of
-// the root module that is not a command, an example or internal.
-func libraryPackages(t *testing.T) []string {
+// libraryModules returns the directories of the modules a user may
+// require: the root module and every nested one (the metrics adapters,
+// each a module of its own) outside bench/, example/, internal/ and
+// testdata.
+func libraryModules(t *testing.T) []string {
 	t.Helper()
-	var pkgs []string
-	for _, line := range goList(t, "-f", "{{.ImportPath}} {{.Name}}", "./...") {
-		path, name, _ := strings.Cut(line, " ")
-		rel := strings.TrimPrefix(path, module)
-		if name == "main" || strings.HasPrefix(rel, "/example/") || strings.Contains(rel+"/", "/internal/") {
-			continue
-		}
-		pkgs = append(pkgs, path)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !slices.Contains(pkgs, module+"/middleware") || !slices.Contains(pkgs, module+"/keyfunc") {
-		t.Fatalf("library packages %q lack middleware or keyfunc: the listing is wrong", pkgs)
+	var dirs []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			switch d.Name() {
+			case "bench", "example", "internal", "testdata", ".git":
+				if rel != "." {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		if d.Name() == "go.mod" {
+			dirs = append(dirs, filepath.ToSlash(filepath.Dir(rel)))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
+// libraryPackage is a package a user may import, and the directory of
+// its module.
+type libraryPackage struct{ path, module string }
+
+// libraryPackages lists the packages a user may import: every package of
+// the library modules that is not a command, an example or internal.
+func libraryPackages(t *testing.T) []libraryPackage {
+	t.Helper()
+	var pkgs []libraryPackage
+	var paths []string
+	for _, dir := range libraryModules(t) {
+		for _, line := range goList(t, dir, "-f", "{{.ImportPath}} {{.Name}}", "./...") {
+			path, name, _ := strings.Cut(line, " ")
+			rel := strings.TrimPrefix(path, module)
+			if name == "main" || strings.HasPrefix(rel, "/example/") || strings.Contains(rel+"/", "/internal/") {
+				continue
+			}
+			pkgs = append(pkgs, libraryPackage{path, dir})
+			paths = append(paths, path)
+		}
+	}
+	for _, want := range []string{"/middleware", "/keyfunc", "/middleware/metrics", "/middleware/otelmetrics"} {
+		if !slices.Contains(paths, module+want) {
+			t.Fatalf("library packages %q lack %s: the listing is wrong", paths, module+want)
+		}
 	}
 	return pkgs
 }
@@ -72,12 +122,13 @@ func libraryPackages(t *testing.T) []string {
 // directly or through any dependency, on net/http/pprof or expvar, except
 // by the route named in allowed.
 func TestLibraryDepsHaveNoDebugHandlers(t *testing.T) {
-	for _, pkg := range libraryPackages(t) {
+	for _, lp := range libraryPackages(t) {
+		pkg := lp.path
 		t.Run(strings.TrimPrefix(pkg, module+"/"), func(t *testing.T) {
 			// Each dependency with its own imports, to name who brings a
 			// forbidden package in.
 			importers := map[string][]string{}
-			for _, line := range goList(t, "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", pkg) {
+			for _, line := range goList(t, lp.module, "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", pkg) {
 				fields := strings.Fields(line)
 				for _, imp := range fields[1:] {
 					if slices.Contains(forbidden, imp) {

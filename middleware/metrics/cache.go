@@ -15,7 +15,7 @@ import (
 // Observe together.
 type policyMetrics struct {
 	name     string
-	outcomes [middleware.KeyError + 1]prometheus.Counter // by Outcome
+	outcomes []prometheus.Counter // by Outcome, from Allowed on
 	duration prometheus.Observer
 }
 
@@ -23,6 +23,11 @@ type policyMetrics struct {
 // startup; past the bound (a resolver minting policies), series are looked
 // up on every event instead, which is slower but correct.
 const maxCachedPolicies = 256
+
+// maxOutcome bounds the outcomes given series per policy: every outcome
+// middleware names, probed by its String, so that one added there is
+// counted at zero here without a change.
+const maxOutcome middleware.Outcome = 32
 
 // policyCache maps *limiter.Policy to its *policyMetrics. A Policy is
 // immutable, so its pointer identifies it; two policies of one name share
@@ -54,8 +59,9 @@ func newPolicyMetrics(m *Metrics, p *limiter.Policy) *policyMetrics {
 	if p != nil {
 		pm.name = p.Name()
 	}
-	for o := middleware.Allowed; o <= middleware.KeyError; o++ {
-		pm.outcomes[o] = m.decisions.WithLabelValues(pm.name, o.String())
+	pm.outcomes = make([]prometheus.Counter, middleware.Allowed, middleware.Allowed+8)
+	for o := middleware.Allowed; o.String() != "unknown" && o < maxOutcome; o++ {
+		pm.outcomes = append(pm.outcomes, m.decisions.WithLabelValues(pm.name, o.String()))
 	}
 	pm.duration = m.duration.WithLabelValues(pm.name)
 	return pm

@@ -52,6 +52,7 @@ func ExampleNew() {
 				labels += fmt.Sprintf(" %s=%s", lp.GetName(), lp.GetValue())
 			}
 			switch {
+			case mt.GetCounter() != nil && mt.GetCounter().GetValue() == 0: // outcomes not seen
 			case mt.GetCounter() != nil:
 				fmt.Printf("%s%s: %v\n", f.GetName(), labels, mt.GetCounter().GetValue())
 			case mt.GetHistogram() != nil:
@@ -63,7 +64,4 @@ func ExampleNew() {
 	// ratelimit_decision_duration_seconds policy=api: 4 observations
 	// ratelimit_decisions_total outcome=allowed policy=api: 3
 	// ratelimit_decisions_total outcome=denied policy=api: 1
-	// ratelimit_decisions_total outcome=error policy=api: 0
-	// ratelimit_decisions_total outcome=key_error policy=api: 0
-	// ratelimit_decisions_total outcome=shadow_denied policy=api: 0
 }

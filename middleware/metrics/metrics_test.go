@@ -11,14 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/limiter/redisstore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
+	"github.com/fixedwindow/ratelimit/limiter/redisstore"
 	"github.com/fixedwindow/ratelimit/middleware"
 	"github.com/fixedwindow/ratelimit/middleware/metrics"
+	"github.com/fixedwindow/ratelimit/middleware/reason"
 )
 
 var t0 = time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC)
@@ -114,7 +115,7 @@ ratelimit_decisions_total{outcome="key_error",policy="rollout"} 0
 ratelimit_decisions_total{outcome="shadow_denied",policy="api"} 0
 ratelimit_decisions_total{outcome="shadow_denied",policy="cache"} 0
 ratelimit_decisions_total{outcome="shadow_denied",policy="rollout"} 1
-# HELP ratelimit_store_errors_total Decisions the limiter could not make, by policy and reason.
+` + laterOutcomes("api", "cache", "rollout") + `# HELP ratelimit_store_errors_total Decisions the limiter could not make, by policy and reason.
 # TYPE ratelimit_store_errors_total counter
 ratelimit_store_errors_total{policy="cache",reason="unavailable"} 2
 `
@@ -149,6 +150,55 @@ ratelimit_store_errors_total{policy="cache",reason="unavailable"} 2
 	}
 	if want := map[string]uint64{"api": 4, "rollout": 2, "cache": 2}; fmt.Sprint(counts) != fmt.Sprint(want) {
 		t.Errorf("latency sample counts = %v, want %v", counts, want)
+	}
+}
+
+// laterOutcomes returns the zero series of the outcomes middleware names
+// after KeyError, for each policy: New creates them as it does the
+// others, and a test's expected text must not go stale when one is added.
+func laterOutcomes(policies ...string) string {
+	var b strings.Builder
+	for o := middleware.KeyError + 1; o.String() != "unknown"; o++ {
+		for _, p := range policies {
+			fmt.Fprintf(&b, "ratelimit_decisions_total{outcome=%q,policy=%q} 0\n", o, p)
+		}
+	}
+	return b.String()
+}
+
+// An outcome middleware does not name is counted under its String, and
+// timed only if it carries a duration.
+func TestUnknownOutcome(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := limiter.MustPolicy("api", limiter.PerMinute(1))
+	m.Observe(middleware.Event{Policy: p, Outcome: 200})
+	m.Observe(middleware.Event{Policy: p, Outcome: 201, Duration: time.Millisecond})
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unknown float64
+	var timed uint64
+	for _, f := range fams {
+		for _, mt := range f.GetMetric() {
+			switch f.GetName() {
+			case "ratelimit_decisions_total":
+				for _, lp := range mt.GetLabel() {
+					if lp.GetName() == "outcome" && lp.GetValue() == "unknown" {
+						unknown += mt.GetCounter().GetValue()
+					}
+				}
+			case "ratelimit_decision_duration_seconds":
+				timed += mt.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	if unknown != 2 || timed != 1 {
+		t.Errorf("decisions{outcome=unknown} = %v, timed %d; want 2, timed 1", unknown, timed)
 	}
 }
 
@@ -222,31 +272,20 @@ ratelimit_store_errors_total{policy="cache",reason="redis_down"} 1
 	}
 }
 
-func TestReason(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want string
-	}{
-		{"canceled", fmt.Errorf("take: %w", context.Canceled), "canceled"},
-		{"deadline", fmt.Errorf("take: %w", context.DeadlineExceeded), "timeout"},
-		{"net_timeout", &net.OpError{Op: "read", Err: timeoutErr{}}, "timeout"},
-		{"closed", fmt.Errorf("x: %w", limiter.ErrClosed), "closed"},
-		{"breaker_open", fmt.Errorf("take: %w", redisstore.ErrCircuitOpen), "circuit_open"},
-		{"breaker_half_open_full", reasoned("circuit_open"), "circuit_open"},
-		{"store_named", fmt.Errorf("take: %w", reasoned("out_of_memory")), "out_of_memory"},
-		{"refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, "unavailable"},
-		{"invalid_cost", limiter.ErrInvalidCost, "invalid"},
-		{"invalid_key", limiter.ErrInvalidKey, "invalid"},
-		{"invalid_policy", fmt.Errorf("%w: x", limiter.ErrInvalidPolicy), "invalid"},
-		{"other", errors.New("NOSCRIPT"), "other"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := metrics.Reason(tt.err); got != tt.want {
-				t.Errorf("Reason(%v) = %q, want %q", tt.err, got, tt.want)
-			}
-		})
+// Reason is reason.Of, which the OpenTelemetry adapter uses too; its
+// table is in package reason.
+func TestReasonIsSharedWithOtherAdapters(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("take: %w", context.Canceled),
+		fmt.Errorf("take: %w", redisstore.ErrCircuitOpen),
+		reasoned("out_of_memory"),
+		&net.OpError{Op: "dial", Err: errors.New("connection refused")},
+		limiter.ErrInvalidCost,
+		errors.New("NOSCRIPT"),
+	} {
+		if got, want := metrics.Reason(err), reason.Of(err); got != want {
+			t.Errorf("Reason(%v) = %q, want reason.Of's %q", err, got, want)
+		}
 	}
 }
 
@@ -255,12 +294,6 @@ type reasoned string
 
 func (r reasoned) Error() string  { return string(r) }
 func (r reasoned) Reason() string { return string(r) }
-
-type timeoutErr struct{}
-
-func (timeoutErr) Error() string   { return "i/o timeout" }
-func (timeoutErr) Timeout() bool   { return true }
-func (timeoutErr) Temporary() bool { return true }
 
 // Past the cache's bound, events are still counted, under the right
 // policy.
@@ -300,7 +333,7 @@ ratelimit_decisions_total{outcome="shadow_denied",policy="p0"} 0
 ratelimit_decisions_total{outcome="shadow_denied",policy="p1"} 0
 ratelimit_decisions_total{outcome="shadow_denied",policy="p2"} 0
 ratelimit_decisions_total{outcome="shadow_denied",policy="unknown"} 0
-`
+` + laterOutcomes("p0", "p1", "p2", "unknown")
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ratelimit_decisions_total"); err != nil {
 		t.Error(err)
 	}

@@ -1,48 +1,11 @@
 package metrics
 
-import (
-	"context"
-	"errors"
-	"net"
-
-	"github.com/fixedwindow/ratelimit/limiter"
-)
+import "github.com/fixedwindow/ratelimit/middleware/reason"
 
 // Reason names why a limiter could not decide, from a fixed set so that
-// it can be a label:
-//
-//	canceled      the request's context was cancelled (the client left)
-//	timeout       a deadline passed, or a network operation timed out
-//	closed        the limiter or its store was closed
-//	circuit_open  a circuit breaker refused to call the store
-//	unavailable   the store could not be reached (a network error)
-//	invalid       the request was invalid (cost ≤ 0, empty key, bad policy)
-//	other         anything else
-//
-// An error with a method Reason() string names its own reason, as the
-// Redis store's errors do (redisstore.Reason: out_of_memory,
-// permission_denied, read_only, loading, ...).
-func Reason(err error) string {
-	var (
-		netErr net.Error
-		named  interface{ Reason() string }
-	)
-	switch {
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.As(err, &netErr) && netErr.Timeout():
-		return "timeout"
-	case errors.Is(err, limiter.ErrClosed):
-		return "closed"
-	case errors.As(err, &named):
-		return named.Reason()
-	case netErr != nil:
-		return "unavailable"
-	case errors.Is(err, limiter.ErrInvalidCost), errors.Is(err, limiter.ErrInvalidKey), errors.Is(err, limiter.ErrInvalidPolicy):
-		return "invalid"
-	default:
-		return "other"
-	}
-}
+// it can be a label: canceled, timeout, closed, circuit_open,
+// unavailable, invalid, other, or the error's own Reason() (the Redis
+// store's: out_of_memory, permission_denied, ...). It is reason.Of,
+// which middleware/otelmetrics uses too, so both adapters name a failure
+// alike.
+func Reason(err error) string { return reason.Of(err) }
