@@ -9,8 +9,14 @@
 //	// Mirrors ExampleX in path/to/x_test.go.
 //
 // naming a runnable Example that must exist and hold every line of the
-// block, so that the page shows code that is compiled and run by go test.
-// A fragment that is neither belongs in a fence without go.
+// block, so that the page shows code that is compiled and run by go test,
+// or starts with a line
+//
+//	// Copy of path/to/main.go.
+//
+// and then is the whole of that file, a program of a module of its own
+// (example/observe) that make test builds and vets there. A fragment
+// that is none of these belongs in a fence without go.
 //
 // README.md stays a front page: at most 8 KB, linking every file of docs/.
 package docs

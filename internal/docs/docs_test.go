@@ -50,9 +50,14 @@ func goBlocks(file, text string) []block {
 
 var mirrorLine = regexp.MustCompile(`^// Mirrors (Example\w*) in (\S+_test\.go)\.$`)
 
+// copyLine starts a block that shows a whole program of a module of its
+// own (example/observe), which make test builds and vets there.
+var copyLine = regexp.MustCompile(`^// Copy of (\S+\.go)\.$`)
+
 // kind reports what a block is: "program" when its first line that is
 // neither blank nor a comment is "package main", "mirror" (with the
-// Example's name and file) when its first line names one, or "".
+// Example's name and file) when its first line names one, "copy" (with
+// the file) when its first line names a file it copies, or "".
 func kind(b block) (k, example, file string) {
 	lines := strings.Split(b.code, "\n")
 	first := ""
@@ -63,6 +68,9 @@ func kind(b block) (k, example, file string) {
 	}
 	if m := mirrorLine.FindStringSubmatch(first); m != nil {
 		return "mirror", m[1], m[2]
+	}
+	if m := copyLine.FindStringSubmatch(first); m != nil {
+		return "copy", "", m[1]
 	}
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
@@ -109,6 +117,21 @@ func checkMirror(root string, b block, example, file string) error {
 		if t := strings.TrimSpace(l); t != "" && !have[t] {
 			return fmt.Errorf("%v: line %q is not in %s (%s)", b, t, example, file)
 		}
+	}
+	return nil
+}
+
+// checkCopy reports whether the block, but its first line, is the whole
+// of root/file: a program of a nested module, which this module cannot
+// build, but make test builds and vets where it is.
+func checkCopy(root string, b block, file string) error {
+	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
+	if err != nil {
+		return fmt.Errorf("%v: copy of %s: %v", b, file, err)
+	}
+	_, rest, _ := strings.Cut(strings.TrimLeft(b.code, "\n"), "\n")
+	if strings.TrimSpace(rest) != strings.TrimSpace(string(src)) {
+		return fmt.Errorf("%v: the block differs from %s, which it says it copies", b, file)
 	}
 	return nil
 }
@@ -188,8 +211,12 @@ func check(t *testing.T, root string, files map[string]string) []error {
 				if err := checkMirror(root, b, example, src); err != nil {
 					errs = append(errs, err)
 				}
+			case "copy":
+				if err := checkCopy(root, b, src); err != nil {
+					errs = append(errs, err)
+				}
 			default:
-				errs = append(errs, fmt.Errorf("%v: a go block must be a complete program (package main) or start with \"// Mirrors ExampleX in path/x_test.go.\"", b))
+				errs = append(errs, fmt.Errorf("%v: a go block must be a complete program (package main) or start with \"// Mirrors ExampleX in path/x_test.go.\" or \"// Copy of path/x.go.\"", b))
 			}
 		}
 	}
@@ -254,6 +281,8 @@ func TestChecksCanFail(t *testing.T) {
 		{"vet_only", "```go\npackage main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Printf(\"%d\\n\", \"x\")\n}\n```\n", "wrong type"},
 		{"fragment", "```go\nl, err := limiter.New(p)\n```\n", "must be a complete program"},
 		{"missing_example", "```go\n// Mirrors ExampleNope in limiter/example_test.go.\nx := 1\n```\n", "does not define"},
+		{"missing_copy", "```go\n// Copy of example/nope/main.go.\npackage main\n```\n", "copy of example/nope/main.go"},
+		{"copy_that_differs", "```go\n// Copy of example/observe/otel/main.go.\npackage main\n```\n", "differs from example/observe/otel/main.go"},
 		{"line_not_in_example", "```go\n// Mirrors ExampleNewPolicy_layered in limiter/example_test.go.\np, err := limiter.NewPolicy(\"api\", limiter.PerMinute(7))\n```\n", "is not in ExampleNewPolicy_layered"},
 	}
 	for _, tt := range tests {
