@@ -79,7 +79,14 @@ func ExampleJoin() {
 	if err != nil {
 		panic(err)
 	}
-	key := keyfunc.Join(host, keyfunc.RoutePattern())
+	route, err := keyfunc.RoutePattern()
+	if err != nil {
+		panic(err)
+	}
+	key, err := keyfunc.Join(host, route)
+	if err != nil {
+		panic(err)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /users/{id}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Println(key(r))
@@ -130,7 +137,10 @@ func ExampleFirst() {
 	if err != nil {
 		panic(err)
 	}
-	key := keyfunc.First(byUser, byAddr)
+	key, err := keyfunc.First(byUser, byAddr)
+	if err != nil {
+		panic(err)
+	}
 
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.RemoteAddr = "203.0.113.7:52139"

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 )
 
 // First returns a Func that tries alternatives in order and keys the
@@ -30,15 +29,15 @@ import (
 // request. When no alternative resolves, the error is the last
 // alternative's, wrapped, and so still matches ErrNoKey.
 //
-// First panics when given no alternative or a nil one: that is a
-// programming error, found when the Func is built, not on a request.
-func First(alternatives ...Func) Func {
+// No alternative, or a nil one, is a constructor error wrapping
+// ErrInvalidOption, found when the Func is built, not on a request.
+func First(alternatives ...Func) (Func, error) {
 	if len(alternatives) == 0 {
-		panic("keyfunc: First needs at least one alternative")
+		return nil, fmt.Errorf("%w: First: no alternative", ErrInvalidOption)
 	}
 	for i, f := range alternatives {
 		if f == nil {
-			panic("keyfunc: First alternative " + strconv.Itoa(i) + " is nil")
+			return nil, fmt.Errorf("%w: First: alternative %d is nil", ErrInvalidOption, i)
 		}
 	}
 	fs := append([]Func(nil), alternatives...)
@@ -57,5 +56,5 @@ func First(alternatives ...Func) Func {
 			last = err
 		}
 		return "", fmt.Errorf("keyfunc: none of %d alternatives resolved; the last: %w", len(fs), last)
-	}
+	}, nil
 }

@@ -26,7 +26,7 @@ func TestFirst(t *testing.T) {
 	byUser := must(t)(Principal(userID))
 	byAddr := must(t)(RemoteHost())
 	byAPIKey := must(t)(Header("X-API-Key"))
-	userThenAddr := First(byUser, byAddr)
+	userThenAddr := must(t)(First(byUser, byAddr))
 	broken := errors.New("session store down")
 	tests := []struct {
 		name string
@@ -41,10 +41,10 @@ func TestFirst(t *testing.T) {
 		{"user_id_that_looks_like_an_address", userThenAddr, signedIn(request("198.51.100.1:1"), "203.0.113.7"), "user:203.0.113.7"},
 		{"user_id_that_looks_like_an_ipv6_key", userThenAddr, signedIn(request("198.51.100.1:1"), "ip6:2001:db8:1:2::/64"), "user:ip6:2001:db8:1:2::/64"},
 		{"neither_resolves", userThenAddr, request("not-an-address"), ""},
-		{"three_alternatives_api_key_first", First(byAPIKey, byUser, byAddr), signedIn(request("203.0.113.7:1", "X-API-Key", "k-1"), "42"), "hdr:X-Api-Key:k-1"},
-		{"three_alternatives_second", First(byAPIKey, byUser, byAddr), signedIn(request("203.0.113.7:1"), "42"), "user:42"},
-		{"empty_key_passed_over", First(fixed(""), byAddr), request("203.0.113.7:1"), "203.0.113.7"},
-		{"one_alternative", First(byUser), request("203.0.113.7:1"), ""},
+		{"three_alternatives_api_key_first", must(t)(First(byAPIKey, byUser, byAddr)), signedIn(request("203.0.113.7:1", "X-API-Key", "k-1"), "42"), "hdr:X-Api-Key:k-1"},
+		{"three_alternatives_second", must(t)(First(byAPIKey, byUser, byAddr)), signedIn(request("203.0.113.7:1"), "42"), "user:42"},
+		{"empty_key_passed_over", must(t)(First(fixed(""), byAddr)), request("203.0.113.7:1"), "203.0.113.7"},
+		{"one_alternative", must(t)(First(byUser)), request("203.0.113.7:1"), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,7 +52,7 @@ func TestFirst(t *testing.T) {
 		})
 	}
 	t.Run("other_error_stops", func(t *testing.T) {
-		f := First(func(*http.Request) (string, error) { return "", broken }, byAddr)
+		f := must(t)(First(func(*http.Request) (string, error) { return "", broken }, byAddr))
 		k, err := f(request("203.0.113.7:1"))
 		if !errors.Is(err, broken) || errors.Is(err, ErrNoKey) || k != "" {
 			t.Fatalf("got %q, %v; want the alternative's own error, not ErrNoKey", k, err)
@@ -63,7 +63,7 @@ func TestFirst(t *testing.T) {
 // TestFirstNoCollision checks that a user and an anonymous client never
 // share a key, whatever the user's id says.
 func TestFirstNoCollision(t *testing.T) {
-	f := First(must(t)(Principal(userID)), must(t)(RemoteHost()))
+	f := must(t)(First(must(t)(Principal(userID)), must(t)(RemoteHost())))
 	const addr = "203.0.113.7:1"
 	anonymous, err := f(request(addr))
 	if err != nil {
@@ -84,14 +84,14 @@ func TestFirstNoCollision(t *testing.T) {
 }
 
 func TestFirstErrorNamesTheLast(t *testing.T) {
-	f := First(must(t)(Principal(userID)), must(t)(Header("X-API-Key")))
+	f := must(t)(First(must(t)(Principal(userID)), must(t)(Header("X-API-Key"))))
 	_, err := f(request("203.0.113.7:1"))
 	if !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "none of 2") || !strings.Contains(err.Error(), "X-Api-Key") {
 		t.Fatalf("got %v, want ErrNoKey naming the count and the last alternative's problem", err)
 	}
 }
 
-func TestFirstPanicsOnBadAlternatives(t *testing.T) {
+func TestFirstRejectsBadAlternatives(t *testing.T) {
 	tests := []struct {
 		name string
 		fs   []Func
@@ -101,12 +101,9 @@ func TestFirstPanicsOnBadAlternatives(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			defer func() {
-				if recover() == nil {
-					t.Fatalf("First(%d alternatives) did not panic", len(tt.fs))
-				}
-			}()
-			First(tt.fs...)
+			if f, err := First(tt.fs...); f != nil || !errors.Is(err, ErrInvalidOption) {
+				t.Fatalf("First(%d alternatives): got error %v, want one wrapping ErrInvalidOption", len(tt.fs), err)
+			}
 		})
 	}
 }
@@ -120,7 +117,10 @@ func BenchmarkFirst(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := First(byUser, byAddr)
+	f, err := First(byUser, byAddr)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Run("signed_in", func(b *testing.B) {
 		r := signedIn(request("203.0.113.7:52139"), "42")
 		b.ReportAllocs()

@@ -83,7 +83,7 @@ func FuzzRemoteAddr(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	c, _ := newConfig(nil)
+	c, _ := newConfig("test", addrKind, nil)
 	f.Fuzz(func(t *testing.T, remoteAddr string) {
 		k, err := key(&http.Request{RemoteAddr: remoteAddr})
 		checkFuzzResult(t, k, err)
@@ -186,7 +186,7 @@ func fuzzForwarding(f *testing.F, src Source, name string, forwarded bool) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	c, _ := newConfig(nil)
+	c, _ := newConfig("test", addrKind, nil)
 	f.Fuzz(func(t *testing.T, line1, line2 string) {
 		lines := []string{line1}
 		if line2 != "" {
@@ -241,10 +241,10 @@ func FuzzHeader(f *testing.F) {
 		if (tv == "") != (err != nil) {
 			t.Fatalf("value %q: got %q, %v", v, k, err)
 		}
-		if err == nil && k != bound("hdr:X-Api-Key:"+tv, DefaultMaxKeyLen, false) {
+		if err == nil && k != bound("hdr:X-Api-Key:"+tv, defaultMaxKeyLen, false) {
 			t.Fatalf("value %q: key %q", v, k)
 		}
-		if len(k) > DefaultMaxKeyLen {
+		if len(k) > defaultMaxKeyLen {
 			t.Fatalf("key of %d bytes over the bound", len(k))
 		}
 	})
@@ -259,15 +259,15 @@ func FuzzJoin(f *testing.F) {
 			return
 		}
 		r := &http.Request{}
-		k1, err1 := Join(fixed(a), fixed(b))(r)
-		k2, err2 := Join(fixed(c), fixed(d))(r)
+		k1, err1 := must(t)(Join(fixed(a), fixed(b)))(r)
+		k2, err2 := must(t)(Join(fixed(c), fixed(d)))(r)
 		if err1 != nil || err2 != nil {
 			t.Fatalf("Join errors: %v, %v", err1, err2)
 		}
 		if same := a == c && b == d; same != (k1 == k2) {
 			t.Fatalf("(%q, %q) -> %q and (%q, %q) -> %q", a, b, k1, c, d, k2)
 		}
-		if len(k1) > DefaultMaxKeyLen {
+		if len(k1) > defaultMaxKeyLen {
 			t.Fatalf("joined key of %d bytes over the bound", len(k1))
 		}
 	})
@@ -283,7 +283,7 @@ func FuzzPlainIPv4(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	c, err := newConfig(nil)
+	c, err := newConfig("test", addrKind, nil)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -17,16 +17,18 @@ import (
 //
 // A request without the header, with an empty value, or with the header
 // given more than once (two values would make the key ambiguous) yields an
-// error wrapping ErrNoKey. The name must be a valid header field name.
+// error wrapping ErrNoKey. The name must be a valid header field name;
+// WithIPv4Prefix and WithIPv6Prefix, which concern addresses, are
+// constructor errors.
 //
 // The header is only as trustworthy as whatever checks it: key by an API
 // key after authenticating it, or an attacker mints a fresh budget per
 // request by sending a fresh value.
 func Header(name string, opts ...Option) (Func, error) {
 	if !validToken(name) {
-		return nil, fmt.Errorf("%w: header name %q is not a valid field name", ErrInvalidOption, name)
+		return nil, fmt.Errorf("%w: Header: header name %q is not a valid field name", ErrInvalidOption, name)
 	}
-	c, err := newConfig(opts)
+	c, err := newConfig("Header", textKind, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func checkKey(t *testing.T, f Func, r *http.Request, want string) {
 
 // must returns a function that fails t when a constructor fails, so
 // that must(t)(RemoteHost()) reads as one expression.
-func must(t *testing.T) func(Func, error) Func {
+func must(t testing.TB) func(Func, error) Func {
 	return func(f Func, err error) Func {
 		t.Helper()
 		if err != nil {

@@ -11,25 +11,25 @@ import (
 // as a netstring (its length in decimal, ':', the part, ','), after the
 // prefix "join:": ("a:b", "c") gives "join:3:a:b,1:c," and ("a", "b:c")
 // gives "join:1:a,3:b:c,", so no two lists of parts give the same key. A
-// joined key longer than DefaultMaxKeyLen is hashed.
+// joined key longer than 256 bytes is hashed.
 //
 // The request has no key when any part has none: the error of the first
 // failing part is returned, wrapped, and still matches ErrNoKey.
 //
-// Join panics when given no part or a nil part: that is a programming
-// error, found when the Func is built, not on a request.
-func Join(parts ...Func) Func {
+// No part, or a nil one, is a constructor error wrapping
+// ErrInvalidOption, found when the Func is built, not on a request.
+func Join(parts ...Func) (Func, error) {
 	if len(parts) == 0 {
-		panic("keyfunc: Join needs at least one part")
+		return nil, fmt.Errorf("%w: Join: no part", ErrInvalidOption)
 	}
 	for i, p := range parts {
 		if p == nil {
-			panic("keyfunc: Join part " + strconv.Itoa(i) + " is nil")
+			return nil, fmt.Errorf("%w: Join: part %d is nil", ErrInvalidOption, i)
 		}
 	}
 	ps := append([]Func(nil), parts...)
 	return func(r *http.Request) (string, error) {
-		var buf [DefaultMaxKeyLen]byte
+		var buf [defaultMaxKeyLen]byte
 		b := append(buf[:0], "join:"...)
 		for i, p := range ps {
 			k, err := p(r)
@@ -41,11 +41,11 @@ func Join(parts ...Func) Func {
 			}
 			b = appendNetstring(b, k)
 		}
-		if len(b) > DefaultMaxKeyLen {
+		if len(b) > defaultMaxKeyLen {
 			return hashKey(string(b)), nil
 		}
 		return string(b), nil
-	}
+	}, nil
 }
 
 // appendNetstring appends s as a netstring: len(s), ':', s, ','.

@@ -29,7 +29,7 @@ func TestJoin(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkKey(t, Join(tt.parts...), request("192.0.2.1:1"), tt.want)
+			checkKey(t, must(t)(Join(tt.parts...)), request("192.0.2.1:1"), tt.want)
 		})
 	}
 }
@@ -48,7 +48,7 @@ func TestJoinNoCollision(t *testing.T) {
 		for i, s := range l {
 			parts[i] = fixed(s)
 		}
-		k, err := Join(parts...)(request("192.0.2.1:1"))
+		k, err := must(t)(Join(parts...))(request("192.0.2.1:1"))
 		if err != nil {
 			t.Fatalf("Join(%q): %v", l, err)
 		}
@@ -59,7 +59,7 @@ func TestJoinNoCollision(t *testing.T) {
 	}
 }
 
-func TestJoinPanicsOnBadParts(t *testing.T) {
+func TestJoinRejectsBadParts(t *testing.T) {
 	tests := []struct {
 		name  string
 		parts []Func
@@ -69,18 +69,15 @@ func TestJoinPanicsOnBadParts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			defer func() {
-				if recover() == nil {
-					t.Fatalf("Join(%d parts) did not panic", len(tt.parts))
-				}
-			}()
-			Join(tt.parts...)
+			if f, err := Join(tt.parts...); f != nil || !errors.Is(err, ErrInvalidOption) {
+				t.Fatalf("Join(%d parts): got error %v, want one wrapping ErrInvalidOption", len(tt.parts), err)
+			}
 		})
 	}
 }
 
 func TestJoinWrapsPartError(t *testing.T) {
-	f := Join(fixed("a"), must(t)(Header("X-API-Key")))
+	f := must(t)(Join(fixed("a"), must(t)(Header("X-API-Key"))))
 	_, err := f(request("192.0.2.1:1"))
 	if !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "join part 1") {
 		t.Fatalf("got %v, want ErrNoKey naming part 1", err)

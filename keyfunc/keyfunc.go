@@ -36,7 +36,9 @@ var (
 	// does not pass over it.
 	ErrMisconfigured = errors.New("keyfunc: misconfigured")
 	// ErrInvalidOption is wrapped by every constructor error: a bad
-	// prefix, header name, bound or nil accessor.
+	// prefix, header name, bound or nil accessor, a nil Option or one
+	// that does not concern the constructor, no or a nil alternative of
+	// First or part of Join.
 	ErrInvalidOption = errors.New("keyfunc: invalid option")
 )
 

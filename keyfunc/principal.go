@@ -15,12 +15,13 @@ import (
 // error wrapping ErrNoKey: an anonymous request never shares one bucket
 // with every other anonymous request. To key signed-in users by their id
 // and anonymous clients by their address, give both to First:
-// First(principal, remoteHost). A nil accessor is a constructor error.
+// First(principal, remoteHost). A nil accessor is a constructor error, as
+// are WithIPv4Prefix and WithIPv6Prefix, which concern addresses.
 func Principal(accessor func(*http.Request) (string, bool), opts ...Option) (Func, error) {
 	if accessor == nil {
-		return nil, fmt.Errorf("%w: nil principal accessor", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: Principal: nil principal accessor", ErrInvalidOption)
 	}
-	c, err := newConfig(opts)
+	c, err := newConfig("Principal", textKind, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -71,13 +71,13 @@ func (s Source) String() string {
 // RemoteHost does.
 func TrustedProxy(src Source, trusted []string, opts ...Option) (Func, error) {
 	if src < XForwardedFor || src > XRealIP {
-		return nil, fmt.Errorf("%w: unknown %v", ErrInvalidOption, src)
+		return nil, fmt.Errorf("%w: TrustedProxy: unknown %v", ErrInvalidOption, src)
 	}
 	prefixes, err := parsePrefixes(trusted)
 	if err != nil {
 		return nil, err
 	}
-	c, err := newConfig(opts)
+	c, err := newConfig("TrustedProxy", addrKind, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func TrustedProxy(src Source, trusted []string, opts ...Option) (Func, error) {
 // parsePrefixes parses the trusted prefixes once, at construction.
 func parsePrefixes(ss []string) ([]netip.Prefix, error) {
 	if len(ss) == 0 {
-		return nil, fmt.Errorf("%w: no trusted proxy prefix (use RemoteHost when there is no proxy)", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: TrustedProxy: no trusted proxy prefix (use RemoteHost when there is no proxy)", ErrInvalidOption)
 	}
 	out := make([]netip.Prefix, 0, len(ss))
 	for _, s := range ss {
@@ -128,7 +128,7 @@ func parsePrefixes(ss []string) ([]netip.Prefix, error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: trusted prefix %q: %v", ErrInvalidOption, s, err)
+			return nil, fmt.Errorf("%w: TrustedProxy: trusted prefix %q: %v", ErrInvalidOption, s, err)
 		}
 		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
 			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)

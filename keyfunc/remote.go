@@ -29,7 +29,7 @@ import (
 // Behind a reverse proxy every request comes from the proxy, so use
 // TrustedProxy there.
 func RemoteHost(opts ...Option) (Func, error) {
-	c, err := newConfig(opts)
+	c, err := newConfig("RemoteHost", addrKind, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,9 @@ package keyfunc
 
 import (
 	"errors"
+	"net/http"
+	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -98,22 +101,50 @@ func TestRemoteHostTranslatedClientsKeptApart(t *testing.T) {
 }
 
 func TestOptionsRejected(t *testing.T) {
+	header := func(opts ...Option) (Func, error) { return Header("X-Api-Key", opts...) }
+	principal := func(opts ...Option) (Func, error) {
+		return Principal(func(*http.Request) (string, bool) { return "", false }, opts...)
+	}
+	proxy := func(opts ...Option) (Func, error) {
+		return TrustedProxy(XForwardedFor, []string{"10.0.0.0/8"}, opts...)
+	}
+	resolved := func(opts ...Option) (Func, error) {
+		return ResolvedAddr(func(*http.Request) (netip.Addr, error) { return netip.Addr{}, nil }, opts...)
+	}
 	tests := []struct {
-		name string
-		opt  Option
+		name  string
+		build func(...Option) (Func, error)
+		opt   Option
+		want  string // in the error: the option, named with its argument
 	}{
-		{"ipv6_prefix_0", WithIPv6Prefix(0)},
-		{"ipv6_prefix_8", WithIPv6Prefix(8)},
-		{"ipv6_prefix_129", WithIPv6Prefix(129)},
-		{"ipv4_prefix_7", WithIPv4Prefix(7)},
-		{"ipv4_prefix_33", WithIPv4Prefix(33)},
-		{"max_len_under_hash", WithMaxKeyLen(70)},
-		{"nil_option", nil},
+		{"ipv6_prefix_0", RemoteHost, WithIPv6Prefix(0), "WithIPv6Prefix(0)"},
+		{"ipv6_prefix_8", RemoteHost, WithIPv6Prefix(8), "WithIPv6Prefix(8)"},
+		{"ipv6_prefix_129", RemoteHost, WithIPv6Prefix(129), "WithIPv6Prefix(129)"},
+		{"ipv4_prefix_7", RemoteHost, WithIPv4Prefix(7), "WithIPv4Prefix(7)"},
+		{"ipv4_prefix_33", RemoteHost, WithIPv4Prefix(33), "WithIPv4Prefix(33)"},
+		{"max_len_under_hash", header, WithMaxKeyLen(70), "WithMaxKeyLen(70)"},
+		{"nil_option", RemoteHost, nil, "nil"},
+		// An option that does not concern the constructor is refused,
+		// not ignored.
+		{"header_ipv6_prefix_does_not_apply", header, WithIPv6Prefix(48), "WithIPv6Prefix(48) does not apply"},
+		{"header_ipv4_prefix_does_not_apply", header, WithIPv4Prefix(24), "WithIPv4Prefix(24) does not apply"},
+		{"principal_ipv6_prefix_does_not_apply", principal, WithIPv6Prefix(48), "WithIPv6Prefix(48) does not apply"},
+		{"principal_ipv4_prefix_does_not_apply", principal, WithIPv4Prefix(24), "WithIPv4Prefix(24) does not apply"},
+		{"remote_host_max_len_does_not_apply", RemoteHost, WithMaxKeyLen(100), "WithMaxKeyLen(100) does not apply"},
+		{"remote_host_hashed_does_not_apply", RemoteHost, WithHashedValues(), "WithHashedValues() does not apply"},
+		{"trusted_proxy_max_len_does_not_apply", proxy, WithMaxKeyLen(100), "WithMaxKeyLen(100) does not apply"},
+		{"trusted_proxy_hashed_does_not_apply", proxy, WithHashedValues(), "WithHashedValues() does not apply"},
+		{"resolved_addr_max_len_does_not_apply", resolved, WithMaxKeyLen(100), "WithMaxKeyLen(100) does not apply"},
+		{"resolved_addr_hashed_does_not_apply", resolved, WithHashedValues(), "WithHashedValues() does not apply"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := RemoteHost(tt.opt); !errors.Is(err, ErrInvalidOption) {
+			_, err := tt.build(tt.opt)
+			if !errors.Is(err, ErrInvalidOption) {
 				t.Fatalf("got error %v, want ErrInvalidOption", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got error %q, want one naming %q", err, tt.want)
 			}
 		})
 	}

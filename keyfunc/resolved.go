@@ -19,9 +19,9 @@ import (
 // error wrapping ErrNoKey too. A nil resolve is a constructor error.
 func ResolvedAddr(resolve func(*http.Request) (netip.Addr, error), opts ...Option) (Func, error) {
 	if resolve == nil {
-		return nil, fmt.Errorf("%w: nil address resolver", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: ResolvedAddr: nil address resolver", ErrInvalidOption)
 	}
-	c, err := newConfig(opts)
+	c, err := newConfig("ResolvedAddr", addrKind, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -3,16 +3,15 @@ package keyfunc
 import (
 	"fmt"
 	"net/http"
-
-	"github.com/go-chi/chi/v5"
 )
 
 // RoutePattern returns a Func that keys a request by the pattern of the
 // route that matched it, so that /users/1 and /users/2 share the bucket
-// "route:/users/{id}". It reads chi's pattern
-// (chi.RouteContext(ctx).RoutePattern()) when chi routed the request, and
-// otherwise the standard library's r.Pattern, which ServeMux (Go 1.22+)
-// sets and which may carry a method and host ("route:GET /users/{id}").
+// "route:/users/{id}". It reads r.Pattern, which the standard library's
+// ServeMux (Go 1.22+) sets, with a method and host when the pattern has
+// them ("route:GET /users/{id}"), and which chi sets too, to the whole
+// pattern of nested routers ("route:/api/users/{id}"; v5.5.0, the version
+// this module requires, does). So keyfunc imports no router.
 //
 // The pattern is known only once routing has matched the route: in chi,
 // install the limiter with r.With or inside r.Group/r.Route on the route,
@@ -23,21 +22,18 @@ import (
 // answers 500 and reports the mistake to its observer.
 //
 // A route pattern alone makes one budget for all clients of a route; Join
-// it with a client key for a per-client, per-route budget.
-func RoutePattern() Func {
-	return func(r *http.Request) (string, error) {
-		p := ""
-		if rc := chi.RouteContext(r.Context()); rc != nil {
-			p = rc.RoutePattern()
-		}
-		if p == "" {
-			p = r.Pattern
-		}
-		if p == "" {
-			return "", errNoRoute
-		}
-		return bound("route:"+p, DefaultMaxKeyLen, false), nil
+// it with a client key for a per-client, per-route budget. RoutePattern
+// takes no argument and never fails; it returns an error, always nil, as
+// every constructor of this package does.
+func RoutePattern() (Func, error) {
+	return routePattern, nil
+}
+
+func routePattern(r *http.Request) (string, error) {
+	if r.Pattern == "" {
+		return "", errNoRoute
 	}
+	return bound("route:"+r.Pattern, defaultMaxKeyLen, false), nil
 }
 
 // errNoRoute is one value: a misconfigured server meets it on every

@@ -92,7 +92,11 @@ func ByPrincipal(accessor func(*http.Request) (string, bool), limit int64, windo
 	if err != nil {
 		panic(fmt.Errorf("middleware: ByPrincipal: %w", err))
 	}
-	return oneLine("ByPrincipal", "by-principal", limit, window, keyfunc.First(user, addr), opts)
+	key, err := keyfunc.First(user, addr)
+	if err != nil {
+		panic(fmt.Errorf("middleware: ByPrincipal: %w", err))
+	}
+	return oneLine("ByPrincipal", "by-principal", limit, window, key, opts)
 }
 
 // oneLine builds the middleware of the one-line forms: limit per window

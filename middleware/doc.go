@@ -28,7 +28,7 @@
 //   - the key could not be resolved: answers 400 (or a custom handler). A
 //     client without a key is never pooled into a bucket shared by all.
 //     Where anonymous clients are welcome, give the key function a
-//     fallback: WithKey(keyfunc.First(principal, remoteHost)) keys a
+//     fallback: WithKey with keyfunc.First(principal, remoteHost) keys a
 //     signed-in user by id and anyone else by address.
 //
 // Several limits on one route (per client address and per user, say) are

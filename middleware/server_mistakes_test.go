@@ -31,6 +31,10 @@ func TestMisconfiguredKeyIs500(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	route, err := keyfunc.RoutePattern()
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name        string
 		route       func(mw func(http.Handler) http.Handler) http.Handler
@@ -45,18 +49,18 @@ func TestMisconfiguredKeyIs500(t *testing.T) {
 			r.Use(mw)
 			r.Get("/{id}", (&okHandler{}).ServeHTTP)
 			return r
-		}, keyfunc.RoutePattern(), nil, 500, middleware.Misconfigured, "no route pattern"},
+		}, route, nil, 500, middleware.Misconfigured, "no route pattern"},
 		{"route_pattern_fail_open_still_500", func(mw func(http.Handler) http.Handler) http.Handler {
 			r := chi.NewRouter()
 			r.Use(mw)
 			r.Get("/{id}", (&okHandler{}).ServeHTTP)
 			return r
-		}, keyfunc.RoutePattern(), []middleware.Option{middleware.WithFailOpen()}, 500, middleware.Misconfigured, "no route pattern"},
+		}, route, []middleware.Option{middleware.WithFailOpen()}, 500, middleware.Misconfigured, "no route pattern"},
 		{"route_pattern_on_the_route_works", func(mw func(http.Handler) http.Handler) http.Handler {
 			r := chi.NewRouter()
 			r.With(mw).Get("/{id}", (&okHandler{}).ServeHTTP)
 			return r
-		}, keyfunc.RoutePattern(), nil, 200, middleware.Allowed, ""},
+		}, route, nil, 200, middleware.Allowed, ""},
 		{"chikey_without_client_ip_middleware", func(mw func(http.Handler) http.Handler) http.Handler {
 			r := chi.NewRouter()
 			r.With(mw).Get("/{id}", (&okHandler{}).ServeHTTP)
@@ -104,8 +108,12 @@ func TestMisconfiguredKeyIs500(t *testing.T) {
 // The error handler sees what is misconfigured, and may answer otherwise.
 func TestMisconfiguredGoesToTheErrorHandler(t *testing.T) {
 	var got error
+	route, err := keyfunc.RoutePattern()
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := newMiddleware(t, newLimiter(t, newFakeClock(t0), "api", limiter.PerMinute(5)),
-		middleware.WithKey(keyfunc.RoutePattern()),
+		middleware.WithKey(route),
 		middleware.WithErrorHandler(func(w http.ResponseWriter, _ *http.Request, err error) {
 			got = err
 			http.Error(w, "down", http.StatusServiceUnavailable)

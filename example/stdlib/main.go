@@ -75,8 +75,16 @@ func newMux(store limiter.Store, clk limiter.Clock) (*http.ServeMux, error) {
 	if err != nil {
 		return nil, err
 	}
+	route, err := keyfunc.RoutePattern()
+	if err != nil {
+		return nil, err
+	}
+	clientOnRoute, err := keyfunc.Join(route, host)
+	if err != nil {
+		return nil, err
+	}
 	perRoute, err := limit(store, clk, limiter.MustPolicy("users", limiter.PerMinute(5)),
-		middleware.WithKey(keyfunc.Join(keyfunc.RoutePattern(), host)))
+		middleware.WithKey(clientOnRoute))
 	if err != nil {
 		return nil, err
 	}

@@ -149,3 +149,17 @@ func TestLibraryDepsHaveNoDebugHandlers(t *testing.T) {
 		})
 	}
 }
+
+// TestOnlyChikeyImportsARouter keeps routers out of the packages every
+// user imports: keyfunc reads route patterns from r.Pattern, which
+// ServeMux and chi both set, and only keyfunc/chikey, for chi users,
+// depends on chi.
+func TestOnlyChikeyImportsARouter(t *testing.T) {
+	for _, pkg := range []string{"/keyfunc", "/middleware", "/headers", "/limiter"} {
+		for _, dep := range goList(t, ".", "-deps", module+pkg) {
+			if strings.HasPrefix(dep, "github.com/go-chi/") {
+				t.Errorf("%s depends on %s: only keyfunc/chikey may import a router", module+pkg, dep)
+			}
+		}
+	}
+}

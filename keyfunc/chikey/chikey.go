@@ -28,7 +28,8 @@ var (
 // normalized and grouped like keyfunc.RemoteHost's, so the key is
 // "203.0.113.7" or "ip6:.../64" (chi keeps the zone of a link-local
 // RemoteAddr; it is dropped here). The options are keyfunc's
-// WithIPv4Prefix and WithIPv6Prefix.
+// WithIPv4Prefix and WithIPv6Prefix; the others do not concern addresses
+// and are errors.
 //
 // When no address was stored, the Func returns an error wrapping
 // keyfunc.ErrNoKey. chi stores nothing both when no ClientIPFrom*
@@ -41,7 +42,7 @@ var (
 // told to send; the error then wraps keyfunc.ErrMisconfigured too, and
 // the middleware answers 500: the server is set up wrong.
 func ClientIP(opts ...keyfunc.Option) (keyfunc.Func, error) {
-	return keyfunc.ResolvedAddr(func(r *http.Request) (netip.Addr, error) {
+	f, err := keyfunc.ResolvedAddr(func(r *http.Request) (netip.Addr, error) {
 		a := middleware.GetClientIPAddr(r.Context())
 		if a.IsValid() {
 			return a, nil
@@ -54,4 +55,8 @@ func ClientIP(opts ...keyfunc.Option) (keyfunc.Func, error) {
 		}
 		return netip.Addr{}, errNoClientIPMiddleware
 	}, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("chikey: ClientIP: %w", err)
+	}
+	return f, nil
 }

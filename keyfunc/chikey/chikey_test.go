@@ -89,6 +89,18 @@ func TestClientIPOptions(t *testing.T) {
 	if _, err := ClientIP(keyfunc.WithIPv4Prefix(7)); !errors.Is(err, keyfunc.ErrInvalidOption) {
 		t.Fatalf("ClientIP(WithIPv4Prefix(7)): got error %v, want one wrapping ErrInvalidOption", err)
 	}
+	// An option that does not concern addresses is refused, not ignored.
+	for _, o := range []struct {
+		name string
+		opt  keyfunc.Option
+	}{
+		{"WithHashedValues()", keyfunc.WithHashedValues()},
+		{"WithMaxKeyLen(100)", keyfunc.WithMaxKeyLen(100)},
+	} {
+		if _, err := ClientIP(o.opt); !errors.Is(err, keyfunc.ErrInvalidOption) || !strings.Contains(err.Error(), o.name+" does not apply") {
+			t.Fatalf("ClientIP(%s): got error %v, want one wrapping ErrInvalidOption saying it does not apply", o.name, err)
+		}
+	}
 }
 
 // TestClientIPMisconfigured: with no ClientIPFrom* middleware before it the

@@ -20,7 +20,14 @@ func ExampleClientIP() {
 	if err != nil {
 		panic(err)
 	}
-	key := keyfunc.Join(client, keyfunc.RoutePattern())
+	route, err := keyfunc.RoutePattern()
+	if err != nil {
+		panic(err)
+	}
+	key, err := keyfunc.Join(client, route)
+	if err != nil {
+		panic(err)
+	}
 	r := chi.NewRouter()
 	r.Use(middleware.ClientIPFromXFF("10.0.0.0/8"))
 	r.Get("/users/{id}", func(w http.ResponseWriter, r *http.Request) {
