@@ -45,22 +45,26 @@ type Limiter struct {
 	closed atomic.Bool
 }
 
-// An Option configures New. A nil Option, or an option given a nil
-// argument, is an error of New wrapping ErrInvalidOption.
-type Option func(*Limiter) error
+// An Option configures New. An option only records its argument; New
+// checks them all, once, and reports a bad one as an error wrapping
+// ErrInvalidOption that names it. A nil Option, or an option given a nil
+// argument, is such an error.
+type Option func(*config)
+
+// config is what the options set, for New to check.
+type config struct {
+	store    Store
+	clock    Clock
+	storeSet bool
+	clockSet bool
+}
 
 // WithStore sets the store (default: a new MemoryStore owned by the
 // limiter). The caller keeps ownership of a store it passes: Close does not
 // close it, so one store may serve several limiters. A nil store is an
 // error, not a request for the default: leave the option out for that.
 func WithStore(s Store) Option {
-	return func(l *Limiter) error {
-		if s == nil {
-			return fmt.Errorf("%w: WithStore: store is nil", ErrInvalidOption)
-		}
-		l.store = s
-		return nil
-	}
+	return func(c *config) { c.store, c.storeSet = s, true }
 }
 
 // WithClock sets the clock (default SystemClock). Tests pass a fake clock
@@ -70,14 +74,8 @@ func WithStore(s Store) Option {
 // With any clock but SystemClock, the default store runs no background
 // sweep, which would run on real time (see MemoryStore): past windows are
 // freed by the requests that touch them.
-func WithClock(c Clock) Option {
-	return func(l *Limiter) error {
-		if c == nil {
-			return fmt.Errorf("%w: WithClock: clock is nil", ErrInvalidOption)
-		}
-		l.clock = c
-		return nil
-	}
+func WithClock(clk Clock) Option {
+	return func(c *config) { c.clock, c.clockSet = clk, true }
 }
 
 // New returns a limiter for p. Configuration errors are reported here, never
@@ -87,15 +85,20 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	l := &Limiter{policy: p, clock: SystemClock{}}
-	for _, o := range opts {
+	c := config{clock: SystemClock{}}
+	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
 		}
-		if err := o(l); err != nil {
-			return nil, err
-		}
+		o(&c)
 	}
+	switch {
+	case c.storeSet && c.store == nil:
+		return nil, fmt.Errorf("%w: WithStore(nil): store is nil", ErrInvalidOption)
+	case c.clockSet && c.clock == nil:
+		return nil, fmt.Errorf("%w: WithClock(nil): clock is nil", ErrInvalidOption)
+	}
+	l := &Limiter{policy: p, store: c.store, clock: c.clock}
 	if l.store == nil {
 		var mopts []MemoryOption
 		if !isSystemClock(l.clock) {

@@ -505,10 +505,10 @@ func TestNewWithFakeClockKeepsCountsWhileClockStopped(t *testing.T) {
 		if d := allow(t, l, "k", 1); !d.Allowed {
 			t.Fatalf("first request refused: %+v", d)
 		}
-		time.Sleep(3 * DefaultSweepInterval)
+		time.Sleep(3 * defaultSweepInterval)
 		synctest.Wait()
 		if d := allow(t, l, "k", 1); d.Allowed {
-			t.Fatalf("with the clock stopped at %v, the second request of the minute was admitted after %v of real time: the store swept the window", clk.Now(), 3*DefaultSweepInterval)
+			t.Fatalf("with the clock stopped at %v, the second request of the minute was admitted after %v of real time: the store swept the window", clk.Now(), 3*defaultSweepInterval)
 		}
 		clk.Advance(100 * time.Millisecond)
 		if d := allow(t, l, "k", 1); !d.Allowed {
@@ -532,10 +532,10 @@ func TestNewWithSystemClockSweeps(t *testing.T) {
 		if n := l.owned.Len(); n != 1 {
 			t.Fatalf("after one request: %d counters held, want 1", n)
 		}
-		time.Sleep(3 * DefaultSweepInterval)
+		time.Sleep(3 * defaultSweepInterval)
 		synctest.Wait()
 		if n := l.owned.Len(); n != 0 {
-			t.Fatalf("%v after the window ended, untouched: %d counters held, want 0", 3*DefaultSweepInterval, n)
+			t.Fatalf("%v after the window ended, untouched: %d counters held, want 0", 3*defaultSweepInterval, n)
 		}
 	})
 }

@@ -11,11 +11,11 @@ import (
 	"time"
 )
 
-// Defaults of the in-memory store.
+// Defaults of the in-memory store, each given in its option's doc.
 const (
-	DefaultMaxKeys       = 1 << 21 // 2,097,152 counters
-	DefaultShards        = 256
-	DefaultSweepInterval = time.Minute
+	defaultMaxKeys       = 1 << 21 // 2,097,152 counters
+	defaultShards        = 256
+	defaultSweepInterval = time.Minute
 )
 
 // smallTable is the most entries a table may hold for its slots to be
@@ -127,7 +127,8 @@ type memTable struct {
 	deadline int64
 }
 
-// A MemoryOption configures NewMemoryStore.
+// A MemoryOption configures NewMemoryStore, as an Option does New: it
+// records its argument, and NewMemoryStore checks them all, once.
 type MemoryOption func(*memoryConfig)
 
 type memoryConfig struct {
@@ -136,15 +137,16 @@ type memoryConfig struct {
 	mono            func() time.Duration // nil: time since the store was made
 }
 
-// WithMaxKeys bounds the counters held (default DefaultMaxKeys).
+// WithMaxKeys bounds the counters held (at least MaxWindows; default
+// 2,097,152, 2^21).
 func WithMaxKeys(n int) MemoryOption { return func(c *memoryConfig) { c.maxKeys = n } }
 
-// WithShards sets the number of lock shards, rounded up to a power of two
-// (default DefaultShards).
+// WithShards sets the number of lock shards, 1 to 65536, rounded up to a
+// power of two (default 256).
 func WithShards(n int) MemoryOption { return func(c *memoryConfig) { c.shards = n } }
 
 // WithSweepInterval sets how often a background sweep frees the tables of
-// past windows that no request has touched (default DefaultSweepInterval).
+// past windows that no request has touched (default 1m).
 // Zero disables the sweep; tables are then freed only when touched, or by
 // Sweep. The sweep times windows on the monotonic clock from the instants
 // requests carried, so it runs on real time: disable it for a store under
@@ -161,10 +163,10 @@ func withMono(mono func() time.Duration) MemoryOption {
 
 // NewMemoryStore returns an in-memory store. Close it to stop its sweep.
 func NewMemoryStore(opts ...MemoryOption) (*MemoryStore, error) {
-	cfg := memoryConfig{maxKeys: DefaultMaxKeys, shards: DefaultShards, sweep: DefaultSweepInterval}
-	for _, o := range opts {
+	cfg := memoryConfig{maxKeys: defaultMaxKeys, shards: defaultShards, sweep: defaultSweepInterval}
+	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: memory store: nil MemoryOption", ErrInvalidOption)
+			return nil, fmt.Errorf("%w: memory store: nil MemoryOption %d", ErrInvalidOption, i)
 		}
 		o(&cfg)
 	}

@@ -63,7 +63,7 @@ func TestMemoryStoreShardsAndBound(t *testing.T) {
 		maxKeys, shards     int
 		wantShards, wantMax int
 	}{
-		{"defaults", DefaultMaxKeys, DefaultShards, 256, DefaultMaxKeys},
+		{"defaults", defaultMaxKeys, defaultShards, 256, defaultMaxKeys},
 		{"shards_round_up", 1000, 100, 128, 896},
 		{"few_keys_fewer_shards", 10, 256, 2, 10},
 		{"smallest", MaxWindows, 4, 1, MaxWindows},

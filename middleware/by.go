@@ -29,7 +29,8 @@ import (
 // runs no goroutine: windows that have passed are freed by the requests
 // that follow, and the whole store is garbage when the middleware is. So
 // nothing needs closing, and a test or a server that drops the middleware
-// leaks nothing. The store holds at most limiter.DefaultMaxKeys counters.
+// leaks nothing. The store holds at most 2^21 counters (limiter.WithMaxKeys's
+// default).
 //
 // opts are the limiter's, applied after the one-line defaults: a test
 // passes limiter.WithClock(clk), with clk a limitertest.Clock, and moves
