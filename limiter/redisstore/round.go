@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,6 +40,7 @@ type roundBuf struct {
 	placed []placed
 	cmds   []scriptCall
 	groups []group
+	pols   []*limiter.Policy // a call's policies (script.go)
 }
 
 // placed is one decision with its dest (nil when the router found none:
@@ -230,22 +232,15 @@ func (b *batcher) appendCmd(calls []*call, res []result, undeclared bool, buf *r
 		buf.keys = appendKeys(buf.keys, s.cfg.prefix, c.req.Key, pk, n, s.cfg.clock, c.req.Now.UnixMilli())
 		buf.nwin = append(buf.nwin, n)
 	}
-	// The command: EVALSHA hash numkeys keys... header... requests...
-	// or for a node call EVALSHA hash 0 header... keys... requests...
+	// The command: EVALSHA hash numkeys keys... header... policies...
+	// requests... or for a node call EVALSHA hash 0 header... policies...
+	// keys... requests...
 	if undeclared {
 		buf.args = scriptCommand(buf.args, nil)
-		h := s.cfg.header(len(calls), len(buf.keys)-first)
-		buf.args = append(buf.args, h[:]...)
-		for _, k := range buf.keys[first:] {
-			buf.args = append(buf.args, k)
-		}
+		buf.args, buf.pols = s.cfg.appendArgs(buf.args, calls, &s.keys, buf.keys[first:], buf.pols)
 	} else {
 		buf.args = scriptCommand(buf.args, buf.keys[first:])
-		h := s.cfg.header(len(calls), 0)
-		buf.args = append(buf.args, h[:]...)
-	}
-	for _, c := range calls {
-		buf.args = appendArgs(buf.args, &c.req, s.keys.get(c.req.Policy), c.want)
+		buf.args, buf.pols = s.cfg.appendArgs(buf.args, calls, &s.keys, nil, buf.pols)
 	}
 	// Each call keeps its own command; later appends may move args and
 	// nwin, never into these.

@@ -3,6 +3,7 @@ package redisstore
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -15,31 +16,52 @@ var takeSource string
 // takeHash is the script's SHA-1, which EVALSHA names it by.
 var takeHash = redis.NewScript(takeSource).Hash()
 
-// Arguments of the script, before the requests (see take.lua).
-const (
-	headerArgs  = 4 // clock, margin, number of requests, keys in ARGV
-	requestArgs = 5 // now ms, cost, peek, want, number of windows
-)
-
-// header returns the script's leading arguments for n requests, with nk
-// keys passed in the arguments (a node call) or none.
-func (c *config) header(n, nk int) [headerArgs]any {
+// appendArgs appends the script's arguments for calls, after the command
+// and its declared keys (see take.lua): the header; each distinct policy
+// of calls once, its windows' limits and lengths; argKeys, the keys of a
+// node call (none otherwise); then each request's own arguments, as few
+// as it needs. pols is scratch for the policies, returned for reuse.
+func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []string, pols []*limiter.Policy) ([]any, []*limiter.Policy) {
 	clock := "a"
 	if c.clock == ServerClock {
 		clock = "s"
 	}
-	return [headerArgs]any{clock, c.margin.Milliseconds(), n, nk}
-}
-
-// appendArgs appends one request's arguments; want is the lease it asks
-// for (0: none).
-func appendArgs(dst []any, req *limiter.Request, pk *policyKeys, want int64) []any {
-	peek := 0
-	if req.Peek {
-		peek = 1
+	// A linear search: a call's policies are few (one, usually); a
+	// resolver that builds one per request makes this quadratic in the
+	// batch, at most 64 by default.
+	pols = pols[:0]
+	for _, cl := range calls {
+		if !slices.Contains(pols, cl.req.Policy) {
+			pols = append(pols, cl.req.Policy)
+		}
 	}
-	dst = append(dst, req.Now.UnixMilli(), req.Cost, peek, want, len(pk.rates)/2)
-	return append(dst, pk.rates...)
+	dst = append(dst, clock, c.margin.Milliseconds(), len(calls), len(argKeys), len(pols))
+	for _, p := range pols {
+		pk := kc.get(p)
+		dst = append(dst, len(pk.rates)/2)
+		dst = append(dst, pk.rates...)
+	}
+	for _, k := range argKeys {
+		dst = append(dst, k)
+	}
+	for _, cl := range calls {
+		req := &cl.req
+		if len(pols) > 1 {
+			dst = append(dst, slices.Index(pols, req.Policy)+1)
+		}
+		if c.clock == AppClock {
+			dst = append(dst, req.Now.UnixMilli())
+		}
+		switch {
+		case req.Peek:
+			dst = append(dst, -1-req.Cost, -1)
+		case cl.want > 0:
+			dst = append(dst, -1-req.Cost, cl.want)
+		default:
+			dst = append(dst, req.Cost)
+		}
+	}
+	return dst, pols
 }
 
 // A result is what the script found for one request.

@@ -11,17 +11,23 @@
 -- ARGV[2]: expiry margin in ms, added to the window's end.
 -- ARGV[3]: number of requests.
 -- ARGV[4]: nk, the number of keys passed in ARGV: 0, or for a node call
---          every request's keys, as KEYS would hold them, in ARGV[5..4+nk].
--- Then per request:
---          now_ms (ignored with clock "s"), cost, peek (0/1), want (the
---          lease asked for, >= 0; see lease.go), n windows, then n pairs
---          of limit, window_ms.
+--          every request's keys, as KEYS would hold them, after the
+--          policies.
+-- ARGV[5]: np, the number of policies, then per policy: n windows, then n
+--          pairs of limit, window_ms. Each policy is sent once per call,
+--          whatever the number of its requests.
+-- Then the nk keys, then per request, as few arguments as it needs:
+--          the policy's place (1..np), only when np > 1; now_ms, only
+--          with clock "a"; then cost (>= 0), or -(cost + 1) followed by
+--          want, the lease asked for (>= 0; see lease.go), or -1 for a
+--          peek.
 --
 -- Reply: {sec, usec} of TIME (0, 0 with clock "a"), then per request:
 --        1 + granted when admitted (granted: the units leased), 0 when
 --        refused, -1 when its keys are not on this node; the instant
---        decided at in ms, and the count found in each window before this
---        request (-1 when corrupt).
+--        decided at in ms (0 with clock "a": the request's own), and the
+--        count found in each window before this request (-1 when
+--        corrupt).
 --
 -- A node call decides the requests of many slots that one master of a
 -- Cluster serves, in one script run sent straight to that master. It
@@ -67,11 +73,29 @@ local server = ARGV[1] == 's'
 local margin = tonumber(ARGV[2])
 local nreq = tonumber(ARGV[3])
 local nk = tonumber(ARGV[4])
+local np = tonumber(ARGV[5])
+-- The policies: per policy its windows' limits and lengths, and the
+-- shortest window (the bound of a window ahead, below).
+local pols, a = {}, 6
+for p = 1, np do
+  local n = tonumber(ARGV[a])
+  local pl = {n = n, lim = {}, wms = {}}
+  for i = 1, n do
+    local l, w = tonumber(ARGV[a + 2 * i - 1]), tonumber(ARGV[a + 2 * i])
+    pl.lim[i], pl.wms[i] = l, w
+    if pl.shortest == nil or w < pl.shortest then
+      pl.shortest = w
+    end
+  end
+  pols[p] = pl
+  a = a + 1 + 2 * n
+end
 -- K[k] is the first key of the request being decided: KEYS from KEYS[1],
--- or for a node call ARGV from ARGV[5], read in place.
+-- or for a node call ARGV, read in place after the policies.
 local K, k = KEYS, 1
 if nk > 0 then
-  K, k = ARGV, 5
+  K, k = ARGV, a
+  a = a + nk
 end
 local exact = 9007199254740992 -- 2^53: counts above are clamped (and refused)
 
@@ -80,10 +104,6 @@ if server then
   local t = redis.call('TIME')
   sec, usec = tonumber(t[1]), tonumber(t[2])
   tnow = sec * 1000 + math.floor(usec / 1000)
-end
-
-local function int(x)
-  return string.format('%.0f', x)
 end
 
 -- count parses a stored count: nil when absent, -1 when corrupt. Only a
@@ -134,28 +154,38 @@ if not server and nk == 0 then
   mget = redis.call('MGET', unpack(KEYS))
 end
 
-local out = {sec, usec}
-local a = 5 + nk
+local out, o = {sec, usec}, 2
 -- Per-window scratch, reused by every request (Lua tables cost more than
 -- the commands they would save).
-local lim, wms, cnt, found, fresh, ends, bare = {}, {}, {}, {}, {}, {}, {}
+local cnt, found, fresh, ends, bare = {}, {}, {}, {}, {}
+local pl = pols[1]
 for _ = 1, nreq do
-  local now = tonumber(ARGV[a])
-  local costArg = ARGV[a + 1]
+  if np > 1 then
+    pl = pols[tonumber(ARGV[a])]
+    a = a + 1
+  end
+  local now = 0
+  if not server then
+    now = tonumber(ARGV[a])
+    a = a + 1
+  end
+  -- costArg is the cost as the client sent it, passed on to INCRBY as it
+  -- is; a lease adds to it (below).
+  local costArg = ARGV[a]
   local cost = tonumber(costArg)
-  local peek = ARGV[a + 2] == '1'
-  local want = tonumber(ARGV[a + 3])
-  local n = tonumber(ARGV[a + 4])
-  a = a + 5
-  local shortest = nil
-  for i = 1, n do
-    lim[i] = tonumber(ARGV[a])
-    wms[i] = tonumber(ARGV[a + 1])
-    fresh[i], bare[i] = nil, false
-    if shortest == nil or wms[i] < shortest then
-      shortest = wms[i]
+  local peek, want = false, 0
+  a = a + 1
+  if cost < 0 then
+    cost, costArg = -cost - 1, nil
+    want = tonumber(ARGV[a])
+    a = a + 1
+    if want < 0 then
+      peek, want = true, 0
     end
-    a = a + 2
+  end
+  local n, lim, wms, shortest = pl.n, pl.lim, pl.wms, pl.shortest
+  for i = 1, n do
+    fresh[i], bare[i] = nil, false
   end
 
   -- A node call: is this request's slot here? (See the top.)
@@ -172,10 +202,11 @@ for _ = 1, nreq do
   end
 
   if not here then
-    out[#out + 1] = -1
-    out[#out + 1] = 0
+    out[o + 1], out[o + 2] = -1, 0
+    o = o + 2
     for _ = 1, n do
-      out[#out + 1] = 0
+      o = o + 1
+      out[o] = 0
     end
   else
     if server then
@@ -262,11 +293,12 @@ for _ = 1, nreq do
         granted = math.min(granted, lim[i] - cnt[i] - cost)
       end
       if granted > 0 then
-        costArg = int(cost + granted)
+        costArg = cost + granted
       else
         granted = 0
       end
     end
+    costArg = costArg or cost
 
     if not peek then
       for i = 1, n do
@@ -278,37 +310,38 @@ for _ = 1, nreq do
         local key = K[k + i - 1]
         if server then
           if allowed and fresh[i] ~= nil then
-            redis.call('HSET', key, 'w', int(fresh[i]), 'c', costArg)
-            redis.call('PEXPIREAT', key, int(ends[i] + margin))
+            redis.call('HSET', key, 'w', fresh[i], 'c', costArg)
+            redis.call('PEXPIREAT', key, ends[i] + margin)
           else
             if allowed then
               redis.call('HINCRBY', key, 'c', costArg)
             end
             if bare[i] then
-              redis.call('PEXPIREAT', key, int(ends[i] + margin))
+              redis.call('PEXPIREAT', key, ends[i] + margin)
             end
           end
         else
           local ttl = ends[i] - now + margin
           if allowed and not found[i] then
-            redis.call('SET', key, costArg, 'PX', int(ttl))
+            redis.call('SET', key, costArg, 'PX', ttl)
             known[key] = cost + granted
           else
             if allowed then
               known[key] = redis.call('INCRBY', key, costArg)
             end
             if bare[i] then
-              redis.call('PEXPIRE', key, int(ttl))
+              redis.call('PEXPIRE', key, ttl)
             end
           end
         end
       end
     end
 
-    out[#out + 1] = allowed and 1 + granted or 0
-    out[#out + 1] = now
+    out[o + 1], out[o + 2] = allowed and 1 + granted or 0, server and now or 0
+    o = o + 2
     for i = 1, n do
-      out[#out + 1] = cnt[i]
+      o = o + 1
+      out[o] = cnt[i]
     end
   end
   k = k + n
