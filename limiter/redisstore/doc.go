@@ -25,7 +25,9 @@
 // window's end plus a margin), never on later calls, so busy traffic can
 // never push a window's end back; a refusal charges nothing and moves no
 // expiry. A count found with no expiry at all is given the one it should
-// have had. The script returns the counts it found, and the Go side builds
+// have had, by the first refusal that finds it (before it can refuse a
+// client beyond its window) or the first admission that takes its count
+// across a power of two. The script returns the counts it found, and the Go side builds
 // the Decision with limiter.Decide, the same rule as the in-memory store,
 // and checks that the script's verdict agrees.
 //

@@ -67,7 +67,9 @@
 -- PEXPIREAT after a window change), never on later calls, so traffic cannot
 -- push a window's end back. A refusal writes no count; the one write it may
 -- make is to give a key found with no expiry at all the expiry it should
--- have had (it never changes an existing expiry).
+-- have had (it never changes an existing expiry). Such a key is looked for
+-- on a refusal and when an admission takes a count across a power of two
+-- (below).
 
 local server = ARGV[1] == 's'
 local margin = tonumber(ARGV[2])
@@ -301,8 +303,22 @@ for _ = 1, nreq do
     costArg = costArg or cost
 
     if not peek then
+      -- A key found with no expiry (a foreign PERSIST, a restore) is
+      -- looked for only where one matters: a refusal, which is how a bare
+      -- key would lock its client out (a full or corrupt count that never
+      -- ends), and an admission that takes a window's count across a
+      -- power of two (to 1, 2, 4, 8, ...), so that a bare key never
+      -- refused is still repaired once it has taken as many admissions
+      -- again as it had, and does not outlive its window for ever. That
+      -- is a PTTL per window every log2(limit) admissions instead of one
+      -- per admission. A fresh window (clock "s") is given its expiry
+      -- anyway.
+      local charged = cost + granted
       for i = 1, n do
-        if found[i] and redis.call('PTTL', K[k + i - 1]) == -1 then
+        local c = cnt[i]
+        if found[i] and (not allowed or fresh[i] == nil and (c + charged >= 2147483648
+              or bit.bxor(c, c + charged) > c))
+            and redis.call('PTTL', K[k + i - 1]) == -1 then
           bare[i] = true
         end
       end
