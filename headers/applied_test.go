@@ -9,10 +9,10 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
-// TestWriteAllAtListsEveryPolicy: RateLimit-Policy lists every policy that
+// TestWriteListsEveryPolicy: RateLimit-Policy lists every policy that
 // applied, once each, while RateLimit, X-RateLimit-* and Retry-After
 // describe the most restrictive decision alone.
-func TestWriteAllAtListsEveryPolicy(t *testing.T) {
+func TestWriteListsEveryPolicy(t *testing.T) {
 	outer := limiter.MustPolicy("outer", limiter.PerMinute(3))
 	inner := limiter.MustPolicy("inner", limiter.PerMinute(10))
 	layered := limiter.MustPolicy("api", limiter.PerMinute(100), limiter.PerSecond(5))
@@ -39,42 +39,42 @@ func TestWriteAllAtListsEveryPolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWriter(t, WithDraftHeaders())
 			one, all := http.Header{}, http.Header{}
-			w.WriteAt(one, &tt.d, noon30)
-			w.WriteAllAt(all, &tt.d, noon30, tt.applied)
+			writeAt(w, one, &tt.d, noon30)
+			writeAt(w, all, &tt.d, noon30, tt.applied...)
 			if got := all.Get("RateLimit-Policy"); got != tt.policy {
 				t.Errorf("applied %v: RateLimit-Policy = %q, want %q", tt.applied, got, tt.policy)
 			}
 			for _, name := range []string{"RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After"} {
 				if got, want := all.Get(name), one.Get(name); got != want {
-					t.Errorf("applied %v: %s = %q, want WriteAt's %q", tt.applied, name, got, want)
+					t.Errorf("applied %v: %s = %q, want a single policy's Write's %q", tt.applied, name, got, want)
 				}
 			}
 		})
 	}
 }
 
-// Without the draft fields there is no list to write: WriteAllAt is
-// WriteAt.
-func TestWriteAllAtLegacyOnly(t *testing.T) {
+// Without the draft fields there is no list to write: Write with the
+// policies applied is Write without them.
+func TestWriteAppliedLegacyOnly(t *testing.T) {
 	p := limiter.MustPolicy("api", limiter.PerMinute(3))
 	l, _ := newLimiter(t, p, noon30)
 	d := allow(t, l, 1)
 	w := newWriter(t)
 	h := http.Header{}
-	w.WriteAllAt(h, &d, noon30, []*limiter.Policy{p, limiter.MustPolicy("other", limiter.PerMinute(9))})
+	writeAt(w, h, &d, noon30, p, limiter.MustPolicy("other", limiter.PerMinute(9)))
 	if _, ok := h["Ratelimit-Policy"]; ok || h.Get("X-RateLimit-Remaining") != "2" {
 		t.Fatalf("headers %v, want the legacy fields of the decision only", h)
 	}
 }
 
-func TestWriteDeniedAllAt(t *testing.T) {
+func TestWriteDeniedApplied(t *testing.T) {
 	outer := limiter.MustPolicy("outer", limiter.PerMinute(3))
 	inner := limiter.MustPolicy("inner", limiter.PerMinute(1))
 	l, _ := newLimiter(t, inner, noon30)
 	d := allow(t, l, 2) // refused
 	w := newWriter(t, WithDraftHeaders())
 	rec := httptest.NewRecorder()
-	w.WriteDeniedAllAt(rec, httptest.NewRequest(http.MethodGet, "/", nil), &d, noon30, []*limiter.Policy{outer, inner})
+	writeDeniedAt(w, rec, httptest.NewRequest(http.MethodGet, "/", nil), &d, noon30, outer, inner)
 	for name, want := range map[string]string{
 		"RateLimit-Policy": `"outer";q=3;w=60, "inner";q=1;w=60`,
 		"RateLimit":        `"inner";r=0;t=30`,
@@ -117,7 +117,7 @@ func TestWriteLegacyClamped(t *testing.T) {
 					d.RetryAfter = time.Minute
 				}
 				h := http.Header{}
-				newWriter(t, tt.opts...).WriteAt(h, &d, newYear)
+				writeAt(newWriter(t, tt.opts...), h, &d, newYear)
 				if got := h.Get("X-RateLimit-Limit"); got != tt.wantLimit {
 					t.Errorf("Limit %d: X-RateLimit-Limit = %q, want %q", tt.limit, got, tt.wantLimit)
 				}
@@ -129,9 +129,9 @@ func TestWriteLegacyClamped(t *testing.T) {
 	}
 }
 
-// TestWriteBufferAt: the legacy fields go into the caller's Buffer once;
-// a second write, or one with the draft fields, is WriteAllAt's.
-func TestWriteBufferAt(t *testing.T) {
+// TestWriteBuffer: the legacy fields go into the caller's Buffer once;
+// a second write, or one with the draft fields, is Write's.
+func TestWriteBuffer(t *testing.T) {
 	p := limiter.MustPolicy("api", limiter.PerMinute(3))
 	l, _ := newLimiter(t, p, noon30)
 	d := allow(t, l, 1)
@@ -153,17 +153,17 @@ func TestWriteBufferAt(t *testing.T) {
 			allocs := testing.AllocsPerRun(50, func() {
 				var buf Buffer
 				for range tt.writes {
-					w.WriteBufferAt(&buf, h, &d, noon30, nil)
+					w.WriteBuffer(&buf, h, &d)
 				}
 			})
 			if allocs != tt.wantAllocs {
 				t.Errorf("%d writes: %v allocations, want %v", tt.writes, allocs, tt.wantAllocs)
 			}
 			one := http.Header{}
-			w.WriteAt(one, &d, noon30)
+			writeAt(w, one, &d, noon30)
 			for name := range one {
 				if h.Get(name) != one.Get(name) {
-					t.Errorf("%s = %q, want WriteAt's %q", name, h.Get(name), one.Get(name))
+					t.Errorf("%s = %q, want a single policy's Write's %q", name, h.Get(name), one.Get(name))
 				}
 			}
 		})
@@ -173,7 +173,7 @@ func TestWriteBufferAt(t *testing.T) {
 	w := newWriter(t, WithDraftHeaders())
 	var buf Buffer
 	h := http.Header{}
-	w.WriteBufferAt(&buf, h, &d, noon30, []*limiter.Policy{p, limiter.MustPolicy("other", limiter.PerMinute(9))})
+	w.WriteBuffer(&buf, h, &d, p, limiter.MustPolicy("other", limiter.PerMinute(9)))
 	if got := h.Get("RateLimit-Policy"); got != `"api";q=3;w=60, "other";q=9;w=60` {
 		t.Errorf("RateLimit-Policy = %q", got)
 	}

@@ -13,10 +13,10 @@ import (
 var newYear = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // TestWriteDraftUndatedDecision: a Decision not made by limiter.Decide (a
-// custom Limiter's) has DecidedAt at the Unix epoch. The writer dates it
-// by its own clock, so t is the seconds until the reset, and WithEveryWindow,
-// which cannot compute the other windows without the decision's instant,
-// lists the deciding window alone.
+// custom Limiter's) has no DecidedAt of its own. Dated (limiter.Dated, as
+// the middleware does), t is the seconds until the reset, and
+// WithEveryWindow, which cannot compute the other windows of a decision
+// Decide did not make, lists the deciding window alone.
 func TestWriteDraftUndatedDecision(t *testing.T) {
 	custom := limiter.MustPolicy("custom", limiter.PerMinute(10))
 	layered := limiter.MustPolicy("api", limiter.PerMinute(100), limiter.PerSecond(5))
@@ -48,7 +48,7 @@ func TestWriteDraftUndatedDecision(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWriter(t, append([]Option{WithDraftHeaders()}, tt.opts...)...)
 			h := http.Header{}
-			w.WriteAt(h, &tt.d, newYear)
+			writeAt(w, h, &tt.d, newYear)
 			if got := h.Get("RateLimit"); got != tt.rateLimit {
 				t.Errorf("RateLimit = %q, want %q", got, tt.rateLimit)
 			}
@@ -89,7 +89,7 @@ func TestWriteDraftIntegersFit(t *testing.T) {
 			w := newWriter(t, WithDraftHeaders())
 			d := tt.d()
 			h := http.Header{}
-			w.WriteAt(h, &d, newYear)
+			writeAt(w, h, &d, newYear)
 			if got := h.Get("RateLimit"); got != tt.rateLimit {
 				t.Errorf("RateLimit = %q, want %q", got, tt.rateLimit)
 			}

@@ -3,7 +3,6 @@ package headers
 import (
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 )
@@ -11,26 +10,15 @@ import (
 // WriteDenied writes the whole 429 Too Many Requests response for d: the
 // headers of Write, Retry-After (always, since a 429 must say when to come
 // back), Cache-Control: no-store, and a short body, plain text or RFC 9457
-// problem+json (WithProblemJSON). It never writes an error's text. Its
-// signature fits the middleware's denied-handler hook.
-func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter.Decision) {
-	w.WriteDeniedAt(rw, r, d, time.Time{})
-}
-
-// WriteDeniedAt is WriteDenied with now as the instant of a decision that
-// carries none of its own, as WriteAt takes it.
-func (w *Writer) WriteDeniedAt(rw http.ResponseWriter, r *http.Request, d *limiter.Decision, now time.Time) {
-	w.WriteDeniedAllAt(rw, r, d, now, nil)
-}
-
-// WriteDeniedAllAt is WriteDeniedAt for a request that several policies
-// applied to, as WriteAllAt takes them: d is the refusal, and
-// RateLimit-Policy lists every policy of applied.
-func (w *Writer) WriteDeniedAllAt(rw http.ResponseWriter, r *http.Request, d *limiter.Decision, now time.Time, applied []*limiter.Policy) {
+// problem+json (WithProblemJSON). It never writes an error's text.
+// applied lists the policies of a request that several applied to, as
+// Write takes them: d is the refusal, and RateLimit-Policy lists every
+// policy of applied.
+func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter.Decision, applied ...*limiter.Policy) {
 	h := rw.Header()
 	retry := int64(1)
 	if d != nil {
-		w.WriteAllAt(h, d, now, applied)
+		w.Write(h, d, applied...)
 		retry = RetryAfterSeconds(d.RetryAfter)
 	}
 	h[w.names.RetryAfter] = []string{strconv.FormatInt(retry, 10)}

@@ -17,10 +17,10 @@
 // every name is lowercase (x-ratelimit-limit). Match them without case, as
 // Header.Get does; WithNames renames them.
 //
-// Write runs on every request, so it costs one allocation and no fmt.
-// A decision is dated by its own instant (DecidedAt); the Writer keeps no
-// clock. WriteAt and WriteDeniedAt take the instant to date a decision that
-// has none, one a custom middleware.Limiter made.
+// Write runs on every request, so it costs one allocation and no fmt
+// (none with WriteBuffer). A decision is dated by its own instant
+// (DecidedAt); the Writer keeps no clock. Write and WriteDenied take, for
+// a response that several limits applied to, the policies that applied.
 //
 // Typical use, outside the middleware (which calls these for you):
 //

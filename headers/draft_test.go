@@ -3,6 +3,7 @@ package headers
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,17 +145,27 @@ func TestNames(t *testing.T) {
 func TestNewRejects(t *testing.T) {
 	tests := []struct {
 		name string
-		opt  Option
+		opts []Option
+		want string // in the error
 	}{
-		{"name_with_space", WithNames(Names{Limit: "X Limit"})},
-		{"name_with_colon", WithNames(Names{Reset: "Reset:"})},
-		{"duplicate_name", WithNames(Names{Limit: "X-Same", Remaining: "x-same"})},
-		{"nil_option", nil},
+		{"name_with_space", []Option{WithNames(Names{Limit: "X Limit"})}, "X Limit"},
+		{"name_with_colon", []Option{WithNames(Names{Reset: "Reset:"})}, "Reset:"},
+		{"duplicate_name", []Option{WithNames(Names{Limit: "X-Same", Remaining: "x-same"})}, "X-Same"},
+		{"nil_option", []Option{nil}, "nil"},
+		// An option that cannot apply is refused, not ignored.
+		{"every_window_without_draft", []Option{WithEveryWindow()}, "WithEveryWindow() does not apply"},
+		{"draft_name_without_draft", []Option{WithNames(Names{RateLimit: "X-Draft"})}, "does not apply"},
+		{"draft_policy_name_without_draft", []Option{WithNames(Names{RateLimitPolicy: "X-Draft-Policy"})}, "does not apply"},
+		{"legacy_name_without_legacy", []Option{WithDraftHeaders(), WithoutLegacyHeaders(), WithNames(Names{Limit: "X-Limit"})}, "does not apply"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := New(tt.opt); !errors.Is(err, ErrInvalidOption) {
+			_, err := New(tt.opts...)
+			if !errors.Is(err, ErrInvalidOption) {
 				t.Fatalf("New: got %v, want ErrInvalidOption", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New: got %q, want an error naming %q", err, tt.want)
 			}
 		})
 	}
@@ -170,7 +181,7 @@ func TestWriteDraftDatesByTheDecision(t *testing.T) {
 	w := newWriter(t, WithDraftHeaders())
 	d := allow(t, l, 1)
 	h := http.Header{}
-	w.WriteAt(h, &d, noon30.Add(-time.Minute))
+	writeAt(w, h, &d, noon30.Add(-time.Minute))
 	if got, want := h.Get("RateLimit"), `"default";r=99;t=30`; got != want {
 		t.Fatalf("RateLimit = %q, want %q (30 s from the decision at 12:00:30)", got, want)
 	}

@@ -68,10 +68,10 @@ func ExampleWriter_WriteDenied() {
 }
 
 // A Decision made some other way than by a limiter (here by hand, as a
-// custom middleware.Limiter would) carries no instant of its own: WriteAt
-// dates it, so that the draft t counts seconds until the reset. The
-// middleware passes the reading of the limiter's clock it decided with.
-func ExampleWriter_WriteAt() {
+// custom middleware.Limiter would) carries no instant of its own:
+// limiter.Dated dates it, so that the draft t counts seconds until the
+// reset. The middleware dates such decisions by the limiter's clock.
+func ExampleWriter_Write_customDecision() {
 	now := time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)
 	d := limiter.Decision{
 		Allowed: true, Limit: 10, Remaining: 7, Window: time.Minute,
@@ -82,8 +82,9 @@ func ExampleWriter_WriteAt() {
 	if err != nil {
 		panic(err)
 	}
+	d = limiter.Dated(d, now)
 	h := http.Header{}
-	hw.WriteAt(h, &d, now)
+	hw.Write(h, &d)
 	fmt.Println(h.Get("RateLimit"))
 	// Output:
 	// "custom";r=7;t=30

@@ -2,6 +2,7 @@ package headers
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -45,4 +46,17 @@ func newWriter(t *testing.T, opts ...Option) *Writer {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// writeAt is Write of d dated at, when it carries no instant of its own,
+// as the middleware dates a custom Limiter's decision (limiter.Dated).
+func writeAt(w *Writer, h http.Header, d *limiter.Decision, at time.Time, applied ...*limiter.Policy) {
+	dd := limiter.Dated(*d, at)
+	w.Write(h, &dd, applied...)
+}
+
+// writeDeniedAt is WriteDenied of d dated at, as writeAt writes.
+func writeDeniedAt(w *Writer, rw http.ResponseWriter, r *http.Request, d *limiter.Decision, at time.Time, applied ...*limiter.Policy) {
+	dd := limiter.Dated(*d, at)
+	w.WriteDenied(rw, r, &dd, applied...)
 }

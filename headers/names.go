@@ -5,8 +5,8 @@ import (
 	"net/textproto"
 )
 
-// Names are the header field names a Writer sets. An empty field keeps the
-// default shown. Names are case-insensitive on the wire; the Writer stores
+// Names are the header field names a Writer sets (WithNames). An empty
+// field keeps the default shown. Names are case-insensitive on the wire; the Writer stores
 // them in canonical form (X-Ratelimit-Limit), as http.Header.Set would.
 // The zero Names keeps every default.
 type Names struct {
@@ -18,8 +18,8 @@ type Names struct {
 	RateLimitPolicy string // RateLimit-Policy (draft)
 }
 
-// DefaultNames returns the names a Writer uses unless told otherwise.
-func DefaultNames() Names {
+// defaultNames returns the names a Writer uses unless told otherwise.
+func defaultNames() Names {
 	return Names{
 		Limit:           "X-RateLimit-Limit",
 		Remaining:       "X-RateLimit-Remaining",
@@ -34,7 +34,7 @@ func DefaultNames() Names {
 // valid field name and that no two are the same, and returns them in
 // canonical form.
 func (n Names) canonical() (Names, error) {
-	def := DefaultNames()
+	def := defaultNames()
 	fields := []struct {
 		p   *string
 		def string

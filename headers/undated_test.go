@@ -10,8 +10,9 @@ import (
 )
 
 // TestWriteUndatedDecision: a Decision not made by limiter.Decide (a
-// custom middleware.Limiter's) has no instant; DecidedAt is the epoch.
-// WriteAt dates it by the instant given, Write by the system clock, so t
+// custom middleware.Limiter's) has no instant; DecidedAt is zero.
+// Dated by limiter.Dated (as the middleware does), it is written at
+// that instant, else Write dates it by the system clock, so t
 // is the seconds until the reset, never the reset's Unix time, and
 // WithEveryWindow lists the one window whose numbers it carries.
 func TestWriteUndatedDecision(t *testing.T) {
@@ -34,14 +35,14 @@ func TestWriteUndatedDecision(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWriter(t, append([]Option{WithDraftHeaders()}, tt.opts...)...)
 			h := http.Header{}
-			w.WriteAt(h, &tt.d, at)
+			writeAt(w, h, &tt.d, at)
 			if got := h.Get("RateLimit"); got != tt.rateLimit {
-				t.Fatalf("WriteAt at %v: RateLimit = %q, want %q", at, got, tt.rateLimit)
+				t.Fatalf("Write dated %v: RateLimit = %q, want %q", at, got, tt.rateLimit)
 			}
 			rec := httptest.NewRecorder()
-			w.WriteDeniedAt(rec, httptest.NewRequest(http.MethodGet, "/", nil), &tt.d, at)
+			writeDeniedAt(w, rec, httptest.NewRequest(http.MethodGet, "/", nil), &tt.d, at)
 			if got := rec.Header().Get("RateLimit"); got != tt.rateLimit {
-				t.Fatalf("WriteDeniedAt at %v: RateLimit = %q, want %q", at, got, tt.rateLimit)
+				t.Fatalf("WriteDenied dated %v: RateLimit = %q, want %q", at, got, tt.rateLimit)
 			}
 		})
 	}

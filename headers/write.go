@@ -34,22 +34,34 @@ type bigBlock struct {
 // in whole seconds rounded up, at least 1. On an admission it removes any
 // Retry-After. A nil d writes nothing.
 //
+// applied lists the policies of a response that several applied to: the
+// limiters of one middleware (middleware.WithLimiter), or stacked
+// middlewares. d is then the most restrictive of their decisions and sets
+// every field: RateLimit, X-RateLimit-* and Retry-After describe it
+// alone, and RateLimit-Policy lists the windows of every policy in
+// applied, in order, each policy once, and d's own first if applied lacks
+// it. Without applied, or with d's policy alone, RateLimit-Policy lists
+// d's policy.
+//
 // Write is on every request's path: it formats numbers into one heap block
-// per call (one allocation, see BenchmarkWrite) and sets the map with
-// pre-canonicalised names, never through fmt or Header.Set.
+// per call (one allocation, see BenchmarkWrite; none with WriteBuffer) and
+// sets the map with pre-canonicalised names, never through fmt or
+// Header.Set.
 //
 // The draft t is the time from the decision's own instant (DecidedAt) to
-// its reset. A Decision not made by limiter.Decide (a custom
-// middleware.Limiter's) has no instant: Write dates it by the system clock,
-// WriteAt by the instant it is given.
-func (w *Writer) Write(h http.Header, d *limiter.Decision) { w.WriteAt(h, d, time.Time{}) }
+// its reset. A Decision that carries none (a custom middleware.Limiter's
+// that limiter.Dated did not date; the middleware dates them) is dated by
+// the system clock.
+func (w *Writer) Write(h http.Header, d *limiter.Decision, applied ...*limiter.Policy) {
+	w.write(h, d)
+	if d == nil || !w.draft || len(applied) == 0 || len(applied) == 1 && applied[0] == d.Policy {
+		return
+	}
+	h[w.names.RateLimitPolicy] = []string{w.policyList(d, applied)}
+}
 
-// WriteAt is Write with now as the instant of a decision that carries none
-// of its own: the middleware passes the reading of the limiter's clock it
-// decided with, so that a fake clock in tests dates every header. now is
-// not used for a decision made by limiter.Decide, which is dated by
-// DecidedAt; the zero now stands for the system clock's reading.
-func (w *Writer) WriteAt(h http.Header, d *limiter.Decision, now time.Time) {
+// write is Write of d alone.
+func (w *Writer) write(h http.Header, d *limiter.Decision) {
 	if d == nil || !w.legacy && !w.draft && d.Allowed {
 		if d != nil {
 			delete(h, w.names.RetryAfter)
@@ -100,22 +112,14 @@ func (w *Writer) WriteAt(h http.Header, d *limiter.Decision, now time.Time) {
 	var policyValue string
 	if w.draft {
 		// The decision's own instant: no second clock reading, and the
-		// store's clock when it has one (Redis's TIME). A Decision not
-		// made by Decide (a custom middleware.Limiter's) has none: its
-		// DecidedAt is the Unix epoch, which would turn t into the
-		// reset's Unix time, so now dates it instead. A decision really
-		// made in the epoch's first millisecond is taken for undated too:
-		// the same t, and the deciding window alone.
+		// store's clock when it has one (Redis's TIME). Only a decision
+		// no one dated has none.
 		at := d.DecidedAt()
-		dated := d.Policy != nil && at.UnixMilli() != 0
-		if !dated {
-			at = now
-			if at.IsZero() {
-				at = time.Now()
-			}
+		if at.IsZero() {
+			at = time.Now()
 		}
 		var s int
-		s, b, policyValue = w.appendDraft(b, d, at, dated)
+		s, b, policyValue = w.appendDraft(b, d, at)
 		add(w.names.RateLimit, s)
 	}
 	// The bytes are final: every value is a substring of one string that
@@ -151,12 +155,13 @@ type Buffer struct {
 	used bool
 }
 
-// WriteBufferAt is WriteAllAt with buf, unless it is nil or already
-// written into, as the storage of the legacy fields. The draft fields,
-// when enabled, are formatted into an allocation of their own as ever.
-func (w *Writer) WriteBufferAt(buf *Buffer, h http.Header, d *limiter.Decision, now time.Time, applied []*limiter.Policy) {
+// WriteBuffer is Write with buf, unless it is nil or already written
+// into, as the storage of the legacy fields: no allocation. The draft
+// fields, when enabled, are formatted into an allocation of their own as
+// ever.
+func (w *Writer) WriteBuffer(buf *Buffer, h http.Header, d *limiter.Decision, applied ...*limiter.Policy) {
 	if buf == nil || buf.used || d == nil || !w.legacy || w.draft {
-		w.WriteAllAt(h, d, now, applied)
+		w.Write(h, d, applied...)
 		return
 	}
 	buf.used = true
@@ -192,22 +197,6 @@ func (w *Writer) writeLegacyInto(blk *block, h http.Header, d *limiter.Decision)
 	h[w.names.RetryAfter] = blk.vals[3:4:4]
 }
 
-// WriteAllAt is WriteAt for a response that several policies applied to:
-// the limiters of one middleware (middleware.WithLimiter), or stacked
-// middlewares. d is the most restrictive of their decisions, and sets
-// every field WriteAt sets: RateLimit, X-RateLimit-* and Retry-After
-// describe it alone. RateLimit-Policy lists the windows of every policy
-// in applied, in order, each policy once, and d's own first if applied
-// lacks it. With applied empty or holding d's policy alone, WriteAllAt is
-// WriteAt.
-func (w *Writer) WriteAllAt(h http.Header, d *limiter.Decision, now time.Time, applied []*limiter.Policy) {
-	w.WriteAt(h, d, now)
-	if d == nil || !w.draft || len(applied) == 0 || len(applied) == 1 && applied[0] == d.Policy {
-		return
-	}
-	h[w.names.RateLimitPolicy] = []string{w.policyList(d, applied)}
-}
-
 // policyList returns the RateLimit-Policy value of d's policy and the
 // applied ones, each once, d's first unless applied names it.
 func (w *Writer) policyList(d *limiter.Decision, applied []*limiter.Policy) string {
@@ -221,7 +210,7 @@ func (w *Writer) policyList(d *limiter.Decision, applied []*limiter.Policy) stri
 	switch {
 	case d.Policy == nil:
 		// A custom decision without a policy names its own window, as
-		// WriteAt does.
+		// write does.
 		add(string(appendPolicyItem(nil, `"`+windowName(nil, d.Window)+`"`, sfInteger(d.Limit), d.Window)))
 	case !slices.Contains(applied, d.Policy):
 		add(w.policies.get(d.Policy).policy)
@@ -235,20 +224,19 @@ func (w *Writer) policyList(d *limiter.Decision, applied []*limiter.Policy) stri
 }
 
 // appendDraft appends the RateLimit value of d to b and returns where it
-// starts, the new b and the RateLimit-Policy value. An undated decision
-// (see WriteAt) describes its deciding window only: the status of the
-// others is computed from the decision's instant, which it lacks, so
-// WithEveryWindow lists the deciding window alone for it.
-func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time, dated bool) (int, []byte, string) {
+// starts, the new b and the RateLimit-Policy value. A decision not made
+// by limiter.Decide describes its deciding window only (NumWindows is 0),
+// so WithEveryWindow lists the deciding window alone for it.
+func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int, []byte, string) {
 	start := len(b)
 	n := d.NumWindows()
-	if n == 0 {
+	if d.Policy == nil {
 		q := `"` + windowName(nil, d.Window) + `"`
 		b = appendService(b, q, d.Remaining, d.ResetAt.Sub(now))
 		return start, b, string(appendPolicyItem(nil, q, d.Limit, d.Window))
 	}
 	info := w.policies.get(d.Policy)
-	if !w.everyWindow || !dated {
+	if !w.everyWindow || n == 0 {
 		i := info.index(d.Window)
 		if i < 0 {
 			q := `"` + windowName(d.Policy, d.Window) + `"`

@@ -25,27 +25,53 @@ type problem struct {
 	typ, title []byte
 }
 
-// An Option configures New. A nil Option is an error of New.
-type Option func(*Writer) error
+// An Option configures New. An option only records its argument; New
+// checks them all, once, and reports a bad one as an error wrapping
+// ErrInvalidOption that names it. A nil Option is such an error, and so
+// is an option that does not apply to the Writer the others make: see
+// WithEveryWindow and WithNames.
+type Option func(*config)
+
+// config is what the options set, for New to check.
+type config struct {
+	names        Names
+	noLegacy     bool
+	draft        bool
+	everyWindow  bool
+	problem      bool
+	problemType  string
+	problemTitle string
+}
 
 // New returns a Writer. By default it writes X-RateLimit-Limit,
 // X-RateLimit-Remaining and X-RateLimit-Reset on every decision,
 // Retry-After on denials, and a short plain-text 429 body.
 func New(opts ...Option) (*Writer, error) {
-	w := &Writer{names: DefaultNames(), legacy: true}
-	for _, o := range opts {
+	var c config
+	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
 		}
-		if err := o(w); err != nil {
-			return nil, err
-		}
+		o(&c)
 	}
-	n, err := w.names.canonical()
+	switch n := c.names; {
+	case c.everyWindow && !c.draft:
+		return nil, fmt.Errorf("%w: WithEveryWindow() does not apply without WithDraftHeaders(): it lists windows in the draft RateLimit field", ErrInvalidOption)
+	case !c.draft && (n.RateLimit != "" || n.RateLimitPolicy != ""):
+		return nil, fmt.Errorf("%w: WithNames(%+v) does not apply: it renames the draft fields, which only WithDraftHeaders() sends", ErrInvalidOption, n)
+	case c.noLegacy && (n.Limit != "" || n.Remaining != "" || n.Reset != ""):
+		return nil, fmt.Errorf("%w: WithNames(%+v) does not apply: it renames X-RateLimit-* fields, which WithoutLegacyHeaders() drops", ErrInvalidOption, n)
+	}
+	names, err := c.names.canonical()
 	if err != nil {
 		return nil, err
 	}
-	w.names = n
+	w := &Writer{names: names, legacy: !c.noLegacy, draft: c.draft, everyWindow: c.everyWindow}
+	if c.problem {
+		if w.problem, err = newProblem(c.problemType, c.problemTitle); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 
@@ -61,49 +87,33 @@ func New(opts ...Option) (*Writer, error) {
 // that is not a whole number of seconds, since the draft has no fractions.
 // RateLimit names the deciding window only (the one closest to exhaustion,
 // or on a denial the refusing one that resets last), as the draft's
-// multiple-window example does; see WithEveryWindow.
+// multiple-window example does; see WithEveryWindow. Default: off.
 //
 // Every number is an RFC 9651 Integer, at most 15 digits: NewPolicy
 // bounds limits by limiter.MaxLimit, so what a limiter decides always
 // fits, and the numbers of a Decision made some other way are clamped
 // into 0 to limiter.MaxLimit.
-func WithDraftHeaders() Option {
-	return func(w *Writer) error {
-		w.draft = true
-		return nil
-	}
-}
+func WithDraftHeaders() Option { return func(c *config) { c.draft = true } }
 
 // WithEveryWindow makes the draft RateLimit field list every window of a
-// layered policy, in the policy's order, rather than the deciding one. A
-// Decision not made by limiter.Decide describes its deciding window only,
-// and is written as without this option. On
-// a denial a window that did not refuse may then announce a reset later
-// than Retry-After; the draft gives Retry-After precedence.
-func WithEveryWindow() Option {
-	return func(w *Writer) error {
-		w.everyWindow = true
-		return nil
-	}
-}
+// layered policy, in the policy's order, rather than the deciding one
+// (the default). A Decision not made by limiter.Decide describes its
+// deciding window only, and is written as without this option. On a
+// denial a window that did not refuse may then announce a reset later
+// than Retry-After; the draft gives Retry-After precedence. Without
+// WithDraftHeaders there is no RateLimit field, and New refuses it.
+func WithEveryWindow() Option { return func(c *config) { c.everyWindow = true } }
 
 // WithoutLegacyHeaders drops X-RateLimit-Limit, X-RateLimit-Remaining and
 // X-RateLimit-Reset, for services that send the draft fields only.
-// Retry-After is still sent on denials.
-func WithoutLegacyHeaders() Option {
-	return func(w *Writer) error {
-		w.legacy = false
-		return nil
-	}
-}
+// Retry-After is still sent on denials. Default: sent.
+func WithoutLegacyHeaders() Option { return func(c *config) { c.noLegacy = true } }
 
-// WithNames renames the headers; empty fields keep their defaults.
-func WithNames(n Names) Option {
-	return func(w *Writer) error {
-		w.names = n
-		return nil
-	}
-}
+// WithNames renames the headers; empty fields keep their defaults (see
+// Names). A name for a field the Writer does not send is refused by New:
+// RateLimit or RateLimitPolicy without WithDraftHeaders, Limit, Remaining
+// or Reset with WithoutLegacyHeaders.
+func WithNames(n Names) Option { return func(c *config) { c.names = n } }
 
 // WithProblemJSON makes WriteDenied answer with an RFC 9457
 // application/problem+json body:
@@ -114,24 +124,26 @@ func WithNames(n Names) Option {
 //
 // typeURI defaults to "about:blank" and title to "Too Many Requests".
 // retry_after repeats Retry-After in seconds; violated-policies names the
-// deciding window as the draft headers do.
+// deciding window as the draft headers do. Default: a plain-text body.
 func WithProblemJSON(typeURI, title string) Option {
-	return func(w *Writer) error {
-		if typeURI == "" {
-			typeURI = "about:blank"
-		}
-		if title == "" {
-			title = "Too Many Requests"
-		}
-		t, err := json.Marshal(typeURI)
-		if err != nil {
-			return fmt.Errorf("%w: problem type: %v", ErrInvalidOption, err)
-		}
-		ti, err := json.Marshal(title)
-		if err != nil {
-			return fmt.Errorf("%w: problem title: %v", ErrInvalidOption, err)
-		}
-		w.problem = &problem{typ: t, title: ti}
-		return nil
+	return func(c *config) { c.problem, c.problemType, c.problemTitle = true, typeURI, title }
+}
+
+// newProblem encodes the fixed parts of a problem+json body.
+func newProblem(typeURI, title string) (*problem, error) {
+	if typeURI == "" {
+		typeURI = "about:blank"
 	}
+	if title == "" {
+		title = "Too Many Requests"
+	}
+	t, err := json.Marshal(typeURI)
+	if err != nil {
+		return nil, fmt.Errorf("%w: WithProblemJSON: problem type %q: %v", ErrInvalidOption, typeURI, err)
+	}
+	ti, err := json.Marshal(title)
+	if err != nil {
+		return nil, fmt.Errorf("%w: WithProblemJSON: problem title %q: %v", ErrInvalidOption, title, err)
+	}
+	return &problem{typ: t, title: ti}, nil
 }

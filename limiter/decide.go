@@ -55,7 +55,7 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 		ms = max(min(ms, msBound), -msBound)
 		sub = 0
 	}
-	*d = Decision{Policy: p, nowMs: ms}
+	*d = Decision{Policy: p, nowMs: ms, windows: true}
 	deny, pick := -1, -1
 	var ends [MaxWindows]int64
 	for i, r := range p.rates {

@@ -37,7 +37,23 @@ type Decision struct {
 
 	nowMs     int64 // the instant decided at, Unix ms
 	remaining [MaxWindows]int64
-	uncharged bool // admitted without a charge: nothing to refund
+	uncharged bool  // admitted without a charge: nothing to refund
+	windows   bool  // made by Decide: nowMs and remaining describe every window
+	dated     bool  // not made by Decide, but given its instant by Dated
+	datedNs   int32 // with dated, the nanoseconds of the instant past nowMs
+}
+
+// Dated returns d with its instant set to at, for a Decision not made by
+// Decide (a custom middleware.Limiter's, built field by field), which
+// carries none: DecidedAt then reports at, to the nanosecond, and the
+// headers count the seconds until ResetAt from it. Such a decision still describes its
+// deciding window alone (NumWindows is 0). A decision Decide made keeps
+// its own instant: Dated returns it unchanged.
+func Dated(d Decision, at time.Time) Decision {
+	if !d.windows {
+		d.nowMs, d.datedNs, d.dated = at.UnixMilli(), int32(at.Nanosecond()%int(time.Millisecond)), true
+	}
+	return d
 }
 
 // Uncharged returns d marked as charged to nothing, for a store that
@@ -73,16 +89,27 @@ type WindowStatus struct {
 func (w WindowStatus) ResetAt() time.Time { return time.UnixMilli(w.resetMs) }
 
 // DecidedAt returns the instant the decision was made at, to the
-// millisecond: the limiter's single clock reading (or the store's clock,
-// such as Redis's TIME), so that anything derived from the decision, like
-// a "seconds until reset" header, needs no clock of its own. It is the
-// zero Unix instant for a zero Decision.
-func (d *Decision) DecidedAt() time.Time { return time.UnixMilli(d.nowMs) }
+// millisecond (to the nanosecond for one Dated dated): the limiter's
+// single clock reading (or the store's clock, such as Redis's TIME), so
+// that anything derived from the decision, like a "seconds until reset"
+// header, needs no clock of its own. It is the
+// zero time.Time for a Decision neither Decide made nor Dated dated (the
+// zero Decision, a custom Limiter's); the middleware dates those.
+func (d *Decision) DecidedAt() time.Time {
+	switch {
+	case d.dated:
+		return time.UnixMilli(d.nowMs).Add(time.Duration(d.datedNs))
+	case !d.windows:
+		return time.Time{}
+	}
+	return time.UnixMilli(d.nowMs)
+}
 
 // NumWindows returns how many windows the decision describes: one per rate
-// of its policy.
+// of its policy for a decision Decide made, 0 for one made otherwise (a
+// custom Limiter's), whose fields describe its deciding window alone.
 func (d *Decision) NumWindows() int {
-	if d.Policy == nil {
+	if d.Policy == nil || !d.windows {
 		return 0
 	}
 	return len(d.Policy.rates)

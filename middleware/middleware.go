@@ -120,11 +120,11 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 		c.headers = w
 	}
 	if c.denied == nil {
-		c.deny = c.headers.WriteDeniedAllAt
+		c.deny = c.headers.WriteDenied
 	} else {
 		custom := c.denied
-		c.deny = func(w http.ResponseWriter, r *http.Request, d *limiter.Decision, now time.Time, applied []*limiter.Policy) {
-			c.headers.WriteAllAt(w.Header(), d, now, applied)
+		c.deny = func(w http.ResponseWriter, r *http.Request, d *limiter.Decision, applied ...*limiter.Policy) {
+			c.headers.Write(w.Header(), d, applied...)
 			custom(w, r, d)
 		}
 	}
@@ -173,7 +173,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var (
 		best     limiter.Decision
-		bestAt   time.Time
 		decided  bool
 		applied  [MaxLimiters]*limiter.Policy // the policies that decided, in order
 		nApplied int
@@ -189,6 +188,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		d, at, took, err := allow(ctx, lim, clocked, keys[i], cost, c.observe != nil)
 		outcome := outcomeOf(ctx, d, err, c.shadow)
+		if err == nil && d.NumWindows() == 0 && d.DecidedAt().IsZero() {
+			// A custom Limiter's decision, built field by field: dated
+			// here, by the limiter's clock when it has one, so that its
+			// headers are too.
+			if at.IsZero() {
+				at = time.Now()
+			}
+			d = limiter.Dated(d, at)
+		}
 		if err == nil && d.Policy == nil {
 			d.Policy = lim.Policy()
 		}
@@ -216,13 +224,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// heap: the handler is a func value the compiler cannot see
 			// through.
 			refused := d
-			c.deny(w, r, &refused, at, stateFrom(ctx).with(applied[:nApplied]))
+			c.deny(w, r, &refused, stateFrom(ctx).with(applied[:nApplied])...)
 			return
 		}
 		applied[nApplied] = d.Policy
 		nApplied++
 		if !decided || moreRestrictive(&d, &best) {
-			best, bestAt, decided = d, at, true
+			best, decided = d, true
 		}
 		if outcome == ShadowDenied {
 			// Enforcing would have refused here and asked no later
@@ -240,14 +248,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st := stateFrom(ctx)
 		var rec *statusRecorder
 		if st == nil {
-			st, rec = newState(ctx, &best, bestAt, c.countIf != nil)
+			st, rec = newState(ctx, &best, c.countIf != nil)
 			r = r.WithContext(st)
 		} else {
-			st.merge(&best, bestAt)
+			st.merge(&best)
 		}
 		st.apply(applied[:nApplied])
 		hd := st.described()
-		c.headers.WriteBufferAt(&st.hdr, w.Header(), &hd, st.bestAt, st.applied())
+		c.headers.WriteBuffer(&st.hdr, w.Header(), &hd, st.applied()...)
 		if c.countIf != nil {
 			h.serveCounted(w, r, rec, ctx, &keys, cost, &charged)
 			return
@@ -273,9 +281,9 @@ func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, i int, err e
 
 // allow asks lim for one decision. A clocked limiter (clocked is lim, or
 // nil) decides at one reading of its own clock, which also times it and is
-// returned to date the decision's headers. Any other limiter is timed by
-// the system clock, and only when timed is set; its zero instant leaves the
-// dating of its decision to the header writer's system clock.
+// returned to date a decision that carries no instant of its own. Any
+// other limiter is timed by the system clock, and only when timed is set;
+// its instant is then that reading, else zero.
 func allow(ctx context.Context, lim Limiter, clocked clockedLimiter, key string, cost int64, timed bool) (d limiter.Decision, at time.Time, took time.Duration, err error) {
 	if clocked != nil {
 		clk := clocked.Clock()

@@ -3,7 +3,6 @@ package middleware
 import (
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/keyfunc"
@@ -32,7 +31,7 @@ type config struct {
 	resolve    func(*http.Request) Limiter
 	exempt     func(*http.Request) bool
 	denied     DeniedHandler
-	deny       func(http.ResponseWriter, *http.Request, *limiter.Decision, time.Time, []*limiter.Policy) // denied, or the default, after the headers
+	deny       func(http.ResponseWriter, *http.Request, *limiter.Decision, ...*limiter.Policy) // denied, or the default, after the headers
 	countIf    func(status int) bool
 	onError    ErrorHandler
 	onKeyError ErrorHandler

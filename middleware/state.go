@@ -3,7 +3,6 @@ package middleware
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -22,8 +21,7 @@ import (
 type state struct {
 	context.Context // the request's context before the first middleware
 
-	best   limiter.Decision // the most restrictive decision; a refusal only in shadow mode
-	bestAt time.Time        // the instant best was decided at, for its headers
+	best limiter.Decision // the most restrictive decision; a refusal only in shadow mode
 
 	// one is the policy that applied while it is the only one; policies
 	// lists every policy that applied, outermost first, each once, once
@@ -61,21 +59,21 @@ func stateFrom(ctx context.Context) *state {
 	return s
 }
 
-// newState returns the state of a request first decided by d at at, and
-// a status recorder for WithCountIf in the same allocation when counted.
-func newState(ctx context.Context, d *limiter.Decision, at time.Time, counted bool) (*state, *statusRecorder) {
+// newState returns the state of a request first decided by d, and a
+// status recorder for WithCountIf in the same allocation when counted.
+func newState(ctx context.Context, d *limiter.Decision, counted bool) (*state, *statusRecorder) {
 	if counted {
-		cs := &countedState{state: state{Context: ctx, best: *d, bestAt: at}}
+		cs := &countedState{state: state{Context: ctx, best: *d}}
 		return &cs.state, &cs.rec
 	}
-	return &state{Context: ctx, best: *d, bestAt: at}, nil
+	return &state{Context: ctx, best: *d}, nil
 }
 
 // merge makes d the decision the headers describe if it is more
 // restrictive than the one they describe now.
-func (s *state) merge(d *limiter.Decision, at time.Time) {
+func (s *state) merge(d *limiter.Decision) {
 	if moreRestrictive(d, &s.best) {
-		s.best, s.bestAt = *d, at
+		s.best = *d
 	}
 }
 
