@@ -84,14 +84,14 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 		return nil, fmt.Errorf("%w: limiter is nil or has no policy", ErrInvalidOption)
 	}
 	c := &config{}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+			return nil, fmt.Errorf("%w: nil Option %d", ErrInvalidOption, i)
 		}
 		o(c)
 	}
-	if c.err != nil {
-		return nil, c.err
+	if err := c.check(); err != nil {
+		return nil, err
 	}
 	if c.key == nil {
 		k, err := keyfunc.RemoteHost()

@@ -19,7 +19,11 @@ type DeniedHandler func(w http.ResponseWriter, r *http.Request, d *limiter.Decis
 // internal detail (addresses, keys): log it, do not send it to the client.
 type ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 
-// An Option configures New.
+// An Option configures New. An option only records its argument; New
+// checks them all, once, and reports a bad one as an error wrapping
+// ErrInvalidOption that names it: a nil Option, an option given a nil
+// argument, and an option that cannot apply with the others
+// (WithDeniedHandler under WithShadow, which never refuses).
 type Option func(*config)
 
 // config is everything New settles; a handler only reads it.
@@ -39,26 +43,69 @@ type config struct {
 	shadow     bool
 	observe    Observer
 	headers    *headers.Writer
-	err        error
+	given      given // the options given, for New to check
 }
 
-// fail records the first bad option for New to report.
-func (c *config) fail(option, problem string) {
-	if c.err == nil {
-		c.err = fmt.Errorf("%w: %s: %s", ErrInvalidOption, option, problem)
+// given records which options were given, so that New can tell a nil
+// argument from an option left out.
+type given uint16
+
+const (
+	givenKey given = 1 << iota
+	givenCost
+	givenResolver
+	givenExempt
+	givenDenied
+	givenOnError
+	givenOnKeyError
+	givenObserver
+	givenCountIf
+	givenHeaders
+)
+
+// check reports the first bad option, in the order of the options' docs.
+func (c *config) check() error {
+	nils := []struct {
+		g      given
+		isNil  bool
+		option string
+		what   string
+	}{
+		{givenKey, c.key == nil, "WithKey", "key function"},
+		{givenCost, c.cost == nil, "WithCost", "cost function"},
+		{givenResolver, c.resolve == nil, "WithResolver", "resolver"},
+		{givenExempt, c.exempt == nil, "WithExempt", "exempt predicate"},
+		{givenDenied, c.denied == nil, "WithDeniedHandler", "handler"},
+		{givenOnError, c.onError == nil, "WithErrorHandler", "handler"},
+		{givenOnKeyError, c.onKeyError == nil, "WithKeyErrorHandler", "handler"},
+		{givenObserver, c.observe == nil, "WithObserver", "observer"},
+		{givenCountIf, c.countIf == nil, "WithCountIf", "count function"},
+		{givenHeaders, c.headers == nil, "WithHeaders", "writer"},
 	}
+	for _, n := range nils {
+		if c.given&n.g != 0 && n.isNil {
+			return fmt.Errorf("%w: %s(nil): %s is nil", ErrInvalidOption, n.option, n.what)
+		}
+	}
+	for i, r := range c.extra {
+		switch {
+		case r.lim == nil || r.lim.Policy() == nil:
+			return fmt.Errorf("%w: WithLimiter (limiter %d): limiter is nil or has no policy", ErrInvalidOption, i+1)
+		case r.key == nil:
+			return fmt.Errorf("%w: WithLimiter (limiter %d, policy %q): key function is nil", ErrInvalidOption, i+1, r.lim.Policy().Name())
+		}
+	}
+	if c.shadow && c.given&givenDenied != 0 {
+		return fmt.Errorf("%w: WithDeniedHandler does not apply under WithShadow, which never refuses a request", ErrInvalidOption)
+	}
+	return nil
 }
 
 // WithKey sets how the limiter passed to New keys a request (default
 // keyfunc.RemoteHost with its defaults). A key function that fails, or
 // returns "", sends the request to the key error handler.
 func WithKey(f keyfunc.Func) Option {
-	return func(c *config) {
-		if f == nil {
-			c.fail("WithKey", "key function is nil")
-		}
-		c.key = f
-	}
+	return func(c *config) { c.key, c.given = f, c.given|givenKey }
 }
 
 // WithLimiter adds a limit: l, applied to the key that key resolves. Every
@@ -71,15 +118,7 @@ func WithKey(f keyfunc.Func) Option {
 // Give each limiter's policy its own name when they share a store, so
 // that their counters stay apart.
 func WithLimiter(l Limiter, key keyfunc.Func) Option {
-	return func(c *config) {
-		switch {
-		case l == nil || l.Policy() == nil:
-			c.fail("WithLimiter", "limiter is nil or has no policy")
-		case key == nil:
-			c.fail("WithLimiter", "key function is nil")
-		}
-		c.extra = append(c.extra, rule{lim: l, key: key})
-	}
+	return func(c *config) { c.extra = append(c.extra, rule{lim: l, key: key}) }
 }
 
 // WithCost sets the cost of each request (default 1), for endpoints that
@@ -87,12 +126,7 @@ func WithLimiter(l Limiter, key keyfunc.Func) Option {
 // charge; a cost of zero or less is a limiter error (limiter.ErrInvalidCost)
 // and goes to the error handler, or through with WithFailOpen.
 func WithCost(f func(r *http.Request) int64) Option {
-	return func(c *config) {
-		if f == nil {
-			c.fail("WithCost", "cost function is nil")
-		}
-		c.cost = f
-	}
+	return func(c *config) { c.cost, c.given = f, c.given|givenCost }
 }
 
 // WithResolver chooses, per request, the limiter that applies in place of
@@ -102,35 +136,21 @@ func WithCost(f func(r *http.Request) int64) Option {
 // distinct names, so that their counters and metrics stay apart. Limiters
 // added with WithLimiter are not resolved.
 func WithResolver(f func(r *http.Request) Limiter) Option {
-	return func(c *config) {
-		if f == nil {
-			c.fail("WithResolver", "resolver is nil")
-		}
-		c.resolve = f
-	}
+	return func(c *config) { c.resolve, c.given = f, c.given|givenResolver }
 }
 
 // WithExempt passes the requests for which f reports true straight to the
 // wrapped handler, uncounted and without headers: health checks, an
 // allowlist of internal callers.
 func WithExempt(f func(r *http.Request) bool) Option {
-	return func(c *config) {
-		if f == nil {
-			c.fail("WithExempt", "exempt predicate is nil")
-		}
-		c.exempt = f
-	}
+	return func(c *config) { c.exempt, c.given = f, c.given|givenExempt }
 }
 
 // WithDeniedHandler replaces the default 429 answer (the header writer's
-// WriteDenied). The headers are set before f is called.
+// WriteDenied). The headers are set before f is called. Under WithShadow
+// no request is refused, and New refuses the option.
 func WithDeniedHandler(f DeniedHandler) Option {
-	return func(c *config) {
-		if f == nil {
-			c.fail("WithDeniedHandler", "handler is nil")
-		}
-		c.denied = f
-	}
+	return func(c *config) { c.denied, c.given = f, c.given|givenDenied }
 }
 
 // WithErrorHandler replaces the default answer to a limiter that could not
@@ -138,12 +158,7 @@ func WithDeniedHandler(f DeniedHandler) Option {
 // keyfunc.ErrMisconfigured): 500 Internal Server Error with a generic
 // body.
 func WithErrorHandler(f ErrorHandler) Option {
-	return func(c *config) {
-		if f == nil {
-			c.fail("WithErrorHandler", "handler is nil")
-		}
-		c.onError = f
-	}
+	return func(c *config) { c.onError, c.given = f, c.given|givenOnError }
 }
 
 // WithKeyErrorHandler replaces the default answer to a request whose key
@@ -152,12 +167,7 @@ func WithErrorHandler(f ErrorHandler) Option {
 // such requests by another key instead of answering them, use a key
 // function with a fallback, keyfunc.First.
 func WithKeyErrorHandler(f ErrorHandler) Option {
-	return func(c *config) {
-		if f == nil {
-			c.fail("WithKeyErrorHandler", "handler is nil")
-		}
-		c.onKeyError = f
-	}
+	return func(c *config) { c.onKeyError, c.given = f, c.given|givenOnKeyError }
 }
 
 // WithFailOpen passes requests through when a limiter cannot decide (its
@@ -195,12 +205,7 @@ func WithShadow() Option { return func(c *config) { c.shadow = true } }
 // (see Event). Package middleware/metrics provides one for Prometheus.
 // Decision latency is measured only when an observer is set.
 func WithObserver(f Observer) Option {
-	return func(c *config) {
-		if f == nil {
-			c.fail("WithObserver", "observer is nil")
-		}
-		c.observe = f
-	}
+	return func(c *config) { c.observe, c.given = f, c.given|givenObserver }
 }
 
 // WithCountIf counts only the responses whose status count reports true:
@@ -231,12 +236,7 @@ func WithObserver(f Observer) Option {
 // http.ResponseController. Refunds are reported to the observer as
 // Refunded events.
 func WithCountIf(count func(status int) bool) Option {
-	return func(c *config) {
-		if count == nil {
-			c.fail("WithCountIf", "count function is nil")
-		}
-		c.countIf = count
-	}
+	return func(c *config) { c.countIf, c.given = count, c.given|givenCountIf }
 }
 
 // WithHeaders sets the writer of the rate-limit headers and of the 429
@@ -244,10 +244,5 @@ func WithCountIf(count func(status int) bool) Option {
 // headers.New and its options: draft IETF headers, header names,
 // problem+json.
 func WithHeaders(w *headers.Writer) Option {
-	return func(c *config) {
-		if w == nil {
-			c.fail("WithHeaders", "writer is nil")
-		}
-		c.headers = w
-	}
+	return func(c *config) { c.headers, c.given = w, c.given|givenHeaders }
 }

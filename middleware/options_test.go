@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -36,6 +37,12 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 		{"extra_limiter_nil", ok, []middleware.Option{middleware.WithLimiter(nil, key)}, "WithLimiter"},
 		{"extra_limiter_without_policy", ok, []middleware.Option{middleware.WithLimiter(noPolicy, key)}, "WithLimiter"},
 		{"extra_limiter_nil_key", ok, []middleware.Option{middleware.WithLimiter(ok, nil)}, "WithLimiter"},
+		{"nil_count_if", ok, []middleware.Option{middleware.WithCountIf(nil)}, "WithCountIf"},
+		// An option that cannot apply is refused, not ignored.
+		{"denied_handler_under_shadow", ok, []middleware.Option{
+			middleware.WithShadow(),
+			middleware.WithDeniedHandler(func(http.ResponseWriter, *http.Request, *limiter.Decision) {}),
+		}, "WithDeniedHandler does not apply under WithShadow"},
 		{"too_many_limiters", ok, []middleware.Option{
 			middleware.WithLimiter(ok, key), middleware.WithLimiter(ok, key),
 			middleware.WithLimiter(ok, key), middleware.WithLimiter(ok, key),
