@@ -76,17 +76,30 @@ local margin = tonumber(ARGV[2])
 local nreq = tonumber(ARGV[3])
 local nk = tonumber(ARGV[4])
 local np = tonumber(ARGV[5])
+local sec, usec, tnow = 0, 0, 0
+if server then
+  local t = redis.call('TIME')
+  sec, usec = tonumber(t[1]), tonumber(t[2])
+  tnow = sec * 1000 + math.floor(usec / 1000)
+end
+
 -- The policies: per policy its windows' limits and lengths, and the
--- shortest window (the bound of a window ahead, below).
+-- shortest window (the bound of a window ahead, below); with clock "s",
+-- each window's current id by TIME, and that id as HSET writes it, which
+-- a stored id is compared with before it is parsed.
 local pols, a = {}, 6
 for p = 1, np do
   local n = tonumber(ARGV[a])
-  local pl = {n = n, lim = {}, wms = {}}
+  local pl = {n = n, lim = {}, wms = {}, id = {}, ids = {}}
   for i = 1, n do
     local l, w = tonumber(ARGV[a + 2 * i - 1]), tonumber(ARGV[a + 2 * i])
     pl.lim[i], pl.wms[i] = l, w
     if pl.shortest == nil or w < pl.shortest then
       pl.shortest = w
+    end
+    if server then
+      pl.id[i] = math.floor(tnow / w)
+      pl.ids[i] = string.format('%.0f', pl.id[i])
     end
   end
   pols[p] = pl
@@ -101,14 +114,7 @@ if nk > 0 then
 end
 local exact = 9007199254740992 -- 2^53: counts above are clamped (and refused)
 
-local sec, usec, tnow = 0, 0, 0
-if server then
-  local t = redis.call('TIME')
-  sec, usec = tonumber(t[1]), tonumber(t[2])
-  tnow = sec * 1000 + math.floor(usec / 1000)
-end
-
--- count parses a stored count: nil when absent, -1 when corrupt. Only a
+-- parse reads a stored count: nil when absent, -1 when corrupt. Only a
 -- plain decimal integer as INCRBY writes it (no sign, no leading zero, at
 -- most 18 digits: within INCRBY's range) is a count; anything else ("5.0",
 -- "1e1", " 5", "0x5", which Lua's tonumber would take but INCRBY refuses)
@@ -118,7 +124,7 @@ end
 -- ends): an error would abort
 -- the script, whose other requests in the same call would then have been
 -- charged without an answer. A number is a count this call wrote.
-local function count(v)
+local function parse(v)
   if v == false or v == nil then
     return nil
   end
@@ -132,6 +138,18 @@ local function count(v)
   local c = tonumber(v)
   if c > exact then
     return exact
+  end
+  return c
+end
+
+-- seen memoises parse per value for the call: counts repeat across keys,
+-- and a table lookup costs less than the pattern.
+local seen = {}
+local function count(v)
+  local c = seen[v]
+  if c == nil and v then
+    c = parse(v)
+    seen[v] = c
   end
   return c
 end
@@ -159,7 +177,7 @@ end
 local out, o = {sec, usec}, 2
 -- Per-window scratch, reused by every request (Lua tables cost more than
 -- the commands they would save).
-local cnt, found, fresh, ends, bare = {}, {}, {}, {}, {}
+local cnt, found, fresh, ends, bare, ws = {}, {}, {}, {}, {}, {}
 local pl = pols[1]
 for _ = 1, nreq do
   if np > 1 then
@@ -226,7 +244,6 @@ for _ = 1, nreq do
       -- window of wrong answers. Every window is then decided at the one
       -- instant chosen.
       now = tnow
-      local ws = {}
       for i = 1, n do
         local key = K[k + i - 1]
         local h = redis.pcall('HMGET', key, 'w', 'c')
@@ -238,7 +255,11 @@ for _ = 1, nreq do
         if h[1] == false and h[2] == false and redis.call('EXISTS', key) == 1 then
           h = {'corrupt', '-1'} -- a foreign hash
         end
-        ws[i] = windowID(h[1])
+        if h[1] == pl.ids[i] then
+          ws[i] = pl.id[i] -- the current window: the common case
+        else
+          ws[i] = windowID(h[1])
+        end
         found[i] = h[1] ~= false or h[2] ~= false
         cnt[i] = count(h[2]) or -1 -- a hash of ours has both fields
         -- Only a malformed id (not a plain whole number) is corrupt: refused,
