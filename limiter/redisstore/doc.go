@@ -65,15 +65,15 @@
 // caller's context, waiting for another caller's lease included, which is
 // why the client must set ContextTimeoutEnabled. When Redis cannot decide,
 // the FailurePolicy answers: FailClosed (the default) returns an error
-// wrapping ErrUnavailable and the cause, named by Reason (out_of_memory,
-// permission_denied, timeout, ...); FailOpen admits; FailLocal decides
+// wrapping ErrUnavailable and the cause, named by its Reason method
+// (out_of_memory, permission_denied, timeout, ...); FailOpen admits; FailLocal decides
 // with an in-memory store at limit/N. Each server (the single node, each
 // Cluster master, each Ring shard) has its own circuit breaker: one that
 // keeps failing is not called, its decisions answered by the policy at
 // once, until a probe finds it back; the other servers' decisions go on.
 // Each change of health is reported to the observer (WithObserver), with
-// the server's address; Health and HealthByNode say where the store
-// stands. Error replies that are answers (OOM, NOPERM) fail their
+// the server's address; Health says where the store stands, server by
+// server. Error replies that are answers (OOM, NOPERM) fail their
 // decisions without opening a breaker. Time a decision spends queued
 // under load is not counted as Redis failing.
 //

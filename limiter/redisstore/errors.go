@@ -12,8 +12,14 @@ import (
 
 // Errors returned by this package. A decision that Redis could not make
 // (unreachable, too slow, an error reply, breaker open) wraps both
-// ErrUnavailable and the cause, named for what it is (Reason), so callers
-// can test for either with errors.Is.
+// ErrUnavailable and the cause, so callers can test for either with
+// errors.Is. The cause has a method Reason() string that names it:
+// "out_of_memory" (Redis answered OOM), "permission_denied" (NOPERM, or
+// an ACL refusal inside the script), "read_only", "loading", "busy",
+// "cluster_down", "master_down", "no_replicas", "try_again",
+// "error_reply" (another error reply), "timeout", "unavailable" (a
+// network error) or "circuit_open"; package middleware/reason reads it
+// (reason.Of), as the metrics adapters do.
 var (
 	// ErrUnavailable reports that Redis could not decide in time and the
 	// failure policy is FailClosed. The middleware answers it with a 500
@@ -55,31 +61,6 @@ type reasonError struct {
 func (e *reasonError) Error() string  { return e.err.Error() }
 func (e *reasonError) Unwrap() error  { return e.err }
 func (e *reasonError) Reason() string { return e.reason }
-
-// Reason names why err, an error of this package, failed a decision:
-// "out_of_memory" (Redis answered OOM), "permission_denied" (NOPERM),
-// "read_only", "loading", "busy", "cluster_down", "master_down",
-// "no_replicas", "try_again", "error_reply" (another error reply),
-// "timeout", "unavailable" (a network error), "circuit_open",
-// "bad_reply", "corrupt_value"; "" for other errors. Errors that carry a
-// reason also have a method Reason() string, for code that does not
-// import this package.
-func Reason(err error) string {
-	var r interface{ Reason() string }
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &r):
-		return r.Reason()
-	case errors.Is(err, ErrCorruptValue):
-		return "corrupt_value"
-	case errors.Is(err, ErrBadReply):
-		return "bad_reply"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	}
-	return ""
-}
 
 // replyPhrases name the error replies by their code.
 var replyPhrases = map[string]string{

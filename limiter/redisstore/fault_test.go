@@ -124,7 +124,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 			if fp == FailClosed && len(outage) != 12 {
 				t.Fatalf("fail closed, Redis down: %d errors, want 12", len(outage))
 			}
-			if s.Health() == Healthy || !ev.has(Healthy, Unavailable) {
+			if worst(s.Health()) == Healthy || !ev.has(Healthy, Unavailable) {
 				t.Fatalf("Redis down: health %v, events %+v; want the breaker open", s.Health(), ev.got)
 			}
 
@@ -150,7 +150,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 					t.Errorf("no %v→%v event in %+v", tr[0], tr[1], ev.got)
 				}
 			}
-			if s.Health() != Healthy {
+			if worst(s.Health()) != Healthy {
 				t.Errorf("health after recovery: %v", s.Health())
 			}
 		})

@@ -72,8 +72,8 @@ type Event struct {
 	// answered until now (To == Healthy).
 	Policy FailurePolicy
 	// Err is the failure that opened the breaker, the corrupt value or
-	// the risky setting; nil on other changes. Reason(Err) names a
-	// failure.
+	// the risky setting; nil on other changes. A failure has a method
+	// Reason() string naming it (see ErrUnavailable).
 	Err error
 }
 
@@ -155,23 +155,10 @@ func (s *Store) newBreaker(d *dest) *gobreaker.CircuitBreaker[any] {
 // in Health: a master replaced in a failover drops out of it.
 const recentDest = 10 * time.Second
 
-// Health reports the worst health among the destinations decisions went
-// to in the last ten seconds (Healthy before any): Unavailable when some
-// server's breaker is open, though the others may be deciding. See
-// HealthByNode for each.
-func (s *Store) Health() Health {
-	worst := Healthy
-	for _, h := range s.HealthByNode() {
-		if h == Unavailable || h == Probing && worst == Healthy {
-			worst = h
-		}
-	}
-	return worst
-}
-
-// HealthByNode reports the health of each destination decisions went to
-// in the last ten seconds, by Event.Node's names.
-func (s *Store) HealthByNode() map[string]Health {
+// Health reports the health of each destination decisions went to in the
+// last ten seconds, by Event.Node's names: a server's breaker open is
+// Unavailable there, while the others may be deciding.
+func (s *Store) Health() map[string]Health {
 	m := map[string]Health{}
 	since := time.Now().Add(-recentDest).UnixNano()
 	s.dests.Range(func(_, v any) bool {

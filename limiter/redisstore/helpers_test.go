@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -129,4 +130,24 @@ func awaitErrors(t testing.TB, addr, prefix string, n int) {
 		}
 	}
 	t.Errorf("no %s from %s within 5 s", prefix, addr)
+}
+
+// worst returns the worst of a store's health by node (Healthy for none).
+func worst(byNode map[string]Health) Health {
+	w := Healthy
+	for _, h := range byNode {
+		if h == Unavailable || h == Probing && w == Healthy {
+			w = h
+		}
+	}
+	return w
+}
+
+// reasonOf returns the name an error of the store gives its cause.
+func reasonOf(err error) string {
+	var r interface{ Reason() string }
+	if errors.As(err, &r) {
+		return r.Reason()
+	}
+	return ""
 }

@@ -18,7 +18,7 @@ const (
 	defaultCacheSize       = 1 << 14
 	defaultBatchSize       = 64
 	defaultBatchInFlight   = 4
-	// maxBatchSize bounds WithBatching's size: the script unpacks every
+	// maxBatchSize bounds withBatching's size: the script unpacks every
 	// key of a call onto Lua's stack (at most 4 windows per request).
 	maxBatchSize = 1024
 )
@@ -209,7 +209,8 @@ func WithBreaker(failures int, openFor time.Duration) Option {
 // is refused locally, with no round trip, until that window ends.
 func WithOverLimitCache(n int) Option { return func(c *config) { c.cacheSize = n } }
 
-// WithBatching sizes the rounds that concurrent decisions share: at most
+// withBatching, for tests, sizes the rounds that concurrent decisions
+// share (New picks the sizes by measurement): at most
 // size decisions per round (default 64, at most 1024), which makes one
 // script call on a single node (or Sentinel's master) and one per master
 // (per shard) on a Cluster (a Ring), and inFlight rounds at once (default
@@ -217,7 +218,7 @@ func WithOverLimitCache(n int) Option { return func(c *config) { c.cacheSize = n
 // trip is short beside the timeout. More rounds start, up to the
 // connections of the pool, when a burst on a slow link would otherwise
 // wait past the timeout.
-func WithBatching(size, inFlight int) Option {
+func withBatching(size, inFlight int) Option {
 	return func(c *config) { c.batchSize, c.batchInFlight = size, inFlight }
 }
 

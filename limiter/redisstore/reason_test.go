@@ -59,8 +59,8 @@ func TestErrorRepliesNamed(t *testing.T) {
 				switch {
 				case d.Allowed || err == nil:
 					t.Fatalf("decision %d: %+v, %v; want an error", i, d, err)
-				case !errors.Is(err, ErrUnavailable) || Reason(err) != tc.reason || !strings.Contains(err.Error(), tc.text):
-					t.Fatalf("decision %d: error %q, reason %q; want ErrUnavailable, reason %q, text %q", i, err, Reason(err), tc.reason, tc.text)
+				case !errors.Is(err, ErrUnavailable) || reasonOf(err) != tc.reason || !strings.Contains(err.Error(), tc.text):
+					t.Fatalf("decision %d: error %q, reason %q; want ErrUnavailable, reason %q, text %q", i, err, reasonOf(err), tc.reason, tc.text)
 				case errors.Is(err, ErrCircuitOpen):
 					t.Fatalf("decision %d: %v; the breaker opened on an answer", i, err)
 				}

@@ -94,7 +94,7 @@ func TestReplicasShareOneLimit(t *testing.T) {
 func TestLargestBatch(t *testing.T) {
 	p := limiter.MustPolicy("big", limiter.Rate{Limit: 5, Window: 250 * time.Millisecond},
 		limiter.PerSecond(6), limiter.PerMinute(7), limiter.PerHour(8))
-	s := newStore(t, sharedClient(t), WithBatching(maxBatchSize, 1))
+	s := newStore(t, sharedClient(t), withBatching(maxBatchSize, 1))
 	l := newLimiter(t, p, s, limitertest.New(t0))
 	const calls = 3 * maxBatchSize
 	var (

@@ -170,7 +170,7 @@ func TestRingBatchShardDown(t *testing.T) {
 			}
 		}
 	}
-	byNode := s.HealthByNode()
+	byNode := s.Health()
 	for _, srv := range servers[1:] {
 		if h, ok := byNode[srv.Addr()]; !ok || h != Healthy {
 			t.Fatalf("one shard of three down: live shard %s is %v (known %v), want healthy; all %v", srv.Addr(), h, ok, byNode)

@@ -39,9 +39,9 @@ func TestNewValidates(t *testing.T) {
 		{"unknown_clock", c, []Option{WithClockSource(9)}, ErrInvalidOption},
 		{"breaker_zero_failures", c, []Option{WithBreaker(0, time.Second)}, ErrInvalidOption},
 		{"negative_cache", c, []Option{WithOverLimitCache(-1)}, ErrInvalidOption},
-		{"zero_batch", c, []Option{WithBatching(0, 1)}, ErrInvalidOption},
+		{"zero_batch", c, []Option{withBatching(0, 1)}, ErrInvalidOption},
 		{"nil_option", c, []Option{nil}, ErrInvalidOption},
-		{"batch_too_big_for_lua_stack", c, []Option{WithBatching(maxBatchSize+1, 1)}, ErrInvalidOption},
+		{"batch_too_big_for_lua_stack", c, []Option{withBatching(maxBatchSize+1, 1)}, ErrInvalidOption},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

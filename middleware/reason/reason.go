@@ -19,7 +19,7 @@ import (
 //	other         anything else
 //
 // An error with a method Reason() string names its own reason, as the
-// Redis store's errors do (redisstore.Reason: out_of_memory,
+// Redis store's errors do (out_of_memory,
 // permission_denied, read_only, loading, circuit_open, ...); only
 // cancellation, timeouts and a closed limiter take precedence.
 func Of(err error) string {
