@@ -383,7 +383,8 @@ func (s *Store) account(ctx context.Context, left time.Duration, d *dest, calls 
 		}
 		sc.err = s.queued(left, named(deadlineErr(ctx, sc.err)))
 		if !isQueued(sc.err) {
-			d.lastErr.Store(&sc.err)
+			e := sc.err // a copy: sc is reused by the next round
+			d.lastErr.Store(&e)
 		}
 		if first == nil {
 			first = sc.err
