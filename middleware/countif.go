@@ -13,9 +13,9 @@ import (
 // the limiter that made it.
 type charges struct {
 	n    int
-	rule [MaxLimiters]int
-	lim  [MaxLimiters]Limiter
-	d    [MaxLimiters]limiter.Decision
+	rule [maxLimiters]int
+	lim  [maxLimiters]Limiter
+	d    [maxLimiters]limiter.Decision
 }
 
 func (c *charges) add(rule int, l Limiter, d *limiter.Decision) {
@@ -32,7 +32,7 @@ var errCannotRefund = errors.New("middleware: WithCountIf: the resolved limiter 
 // A panic in the handler skips the refund: the request stays charged.
 // rec is the recorder made with the request's state, or nil when an
 // outer middleware made the state.
-func (h *handler) serveCounted(w http.ResponseWriter, r *http.Request, rec *statusRecorder, ctx context.Context, keys *[MaxLimiters]string, cost int64, charged *charges) {
+func (h *handler) serveCounted(w http.ResponseWriter, r *http.Request, rec *statusRecorder, ctx context.Context, keys *[maxLimiters]string, cost int64, charged *charges) {
 	if outer, ok := w.(*statusRecorder); ok {
 		// One recorder per request suffices: an inner middleware that
 		// counts by status reads the one an outer middleware installed.

@@ -57,9 +57,9 @@ type clockedLimiter interface {
 	AllowAt(ctx context.Context, key string, cost int64, now time.Time) (limiter.Decision, error)
 }
 
-// MaxLimiters is the most limiters one middleware applies: the one given
+// maxLimiters is the most limiters one middleware applies: the one given
 // to New and those added with WithLimiter.
-const MaxLimiters = 4
+const maxLimiters = 4
 
 // A rule is one limiter and the key it is applied to.
 type rule struct {
@@ -101,8 +101,8 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 		c.key = k
 	}
 	c.rules = append([]rule{{lim: l, key: c.key}}, c.extra...)
-	if len(c.rules) > MaxLimiters {
-		return nil, fmt.Errorf("%w: %d limiters, at most %d", ErrInvalidOption, len(c.rules), MaxLimiters)
+	if len(c.rules) > maxLimiters {
+		return nil, fmt.Errorf("%w: %d limiters, at most %d", ErrInvalidOption, len(c.rules), maxLimiters)
 	}
 	for i := range c.rules {
 		c.rules[i].clocked, _ = c.rules[i].lim.(clockedLimiter)
@@ -154,7 +154,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	var keys [MaxLimiters]string
+	var keys [maxLimiters]string
 	for i := range c.rules {
 		k, err := c.rules[i].key(r)
 		if err == nil && k == "" {
@@ -174,7 +174,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var (
 		best     limiter.Decision
 		decided  bool
-		applied  [MaxLimiters]*limiter.Policy // the policies that decided, in order
+		applied  [maxLimiters]*limiter.Policy // the policies that decided, in order
 		nApplied int
 		charged  charges // for WithCountIf
 	)

@@ -113,7 +113,8 @@ func WithKey(f keyfunc.Func) Option {
 // in order (New's first), and the first refusal answers the request
 // without asking the rest. Limiters asked before a refusal have charged
 // the request, as stacked middlewares would have. Headers describe the
-// most restrictive decision, once. At most MaxLimiters limiters in all.
+// most restrictive decision, once. At most 4 limiters in all, New's
+// included.
 //
 // Give each limiter's policy its own name when they share a store, so
 // that their counters stay apart.

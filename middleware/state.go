@@ -84,7 +84,7 @@ func (s *state) apply(ps []*limiter.Policy) {
 		case s.policies == nil && (s.one == nil || s.one == p):
 			s.one = p
 		case s.policies == nil:
-			s.policies = append(make([]*limiter.Policy, 0, 2*MaxLimiters), s.one, p)
+			s.policies = append(make([]*limiter.Policy, 0, 2*maxLimiters), s.one, p)
 		case !slices.Contains(s.policies, p):
 			s.policies = append(s.policies, p)
 		}
