@@ -118,7 +118,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	var errs [4]error
 	m.decisions, errs[0] = meter.Int64Counter("ratelimit.decisions",
 		metric.WithUnit("{decision}"),
-		metric.WithDescription("Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error)."))
+		metric.WithDescription("Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded)."))
 	m.errors, errs[1] = meter.Int64Counter("ratelimit.store.errors",
 		metric.WithUnit("{error}"),
 		metric.WithDescription("Decisions the limiter could not make, by policy and reason."))
