@@ -53,7 +53,8 @@
 // limit can be watched before it is enforced; with several limiters it
 // stops at the first refusal too, charging exactly what enforcing would. WithObserver sees every
 // decision, error and key failure; package middleware/metrics turns them
-// into Prometheus metrics.
+// into Prometheus metrics and middleware/otelmetrics into OpenTelemetry
+// instruments and span events (each a module of its own).
 //
 // The middleware keeps no clock: it reads the limiter's once per decision,
 // decides and dates at that instant, and times the decision for the
