@@ -40,53 +40,48 @@ type config struct {
 	namespace string
 	buckets   []float64
 	reason    func(error) string
-	err       error
 }
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
-// WithNamespace replaces the metric name prefix (default "ratelimit").
-func WithNamespace(ns string) Option {
-	return func(c *config) {
-		if !nameRE.MatchString(ns) {
-			c.fail(fmt.Errorf("%w: namespace %q is not a metric name", ErrInvalidOption, ns))
-		}
-		c.namespace = ns
-	}
-}
+// WithNamespace replaces the metric name prefix (default "ratelimit"); it
+// must be a metric name.
+func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
 
 // WithBuckets replaces DefaultBuckets for the latency histogram. Bounds
 // must increase.
 func WithBuckets(b []float64) Option {
-	return func(c *config) {
-		if len(b) == 0 {
-			c.fail(fmt.Errorf("%w: no buckets", ErrInvalidOption))
-		}
-		for i := 1; i < len(b); i++ {
-			if b[i] <= b[i-1] {
-				c.fail(fmt.Errorf("%w: bucket %v does not increase on %v", ErrInvalidOption, b[i], b[i-1]))
-			}
-		}
-		c.buckets = append([]float64(nil), b...)
-	}
+	return func(c *config) { c.buckets = append([]float64{}, b...) }
 }
 
 // WithReason replaces Reason, the function that names the reason of a
-// store error. It must return one of a few fixed strings: each one becomes
-// a label value.
-func WithReason(f func(error) string) Option {
-	return func(c *config) {
-		if f == nil {
-			c.fail(fmt.Errorf("%w: reason function is nil", ErrInvalidOption))
-		}
-		c.reason = f
+// store error (not nil). It must return one of a few fixed strings: each
+// one becomes a label value.
+func WithReason(f func(error) string) Option { return func(c *config) { c.reason = f } }
+
+// validate checks the whole configuration, as every package of this
+// module does: options only set fields.
+func (c *config) validate() error {
+	switch {
+	case !nameRE.MatchString(c.namespace):
+		return fmt.Errorf("%w: namespace %q is not a metric name", ErrInvalidOption, c.namespace)
+	case c.reason == nil:
+		return fmt.Errorf("%w: reason function is nil", ErrInvalidOption)
 	}
+	return checkBuckets(c.buckets)
 }
 
-func (c *config) fail(err error) {
-	if c.err == nil {
-		c.err = err
+// checkBuckets reports bucket bounds that are missing or do not increase.
+func checkBuckets(b []float64) error {
+	if len(b) == 0 {
+		return fmt.Errorf("%w: no buckets", ErrInvalidOption)
 	}
+	for i := 1; i < len(b); i++ {
+		if b[i] <= b[i-1] {
+			return fmt.Errorf("%w: bucket %v does not increase on %v", ErrInvalidOption, b[i], b[i-1])
+		}
+	}
+	return nil
 }
 
 // New creates the collectors and registers them with reg.
@@ -96,10 +91,13 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	}
 	c := config{namespace: "ratelimit", buckets: DefaultBuckets, reason: Reason}
 	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
 		o(&c)
 	}
-	if c.err != nil {
-		return nil, c.err
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
 	m := &Metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{

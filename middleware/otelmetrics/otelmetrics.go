@@ -60,42 +60,35 @@ type Option func(*config)
 type config struct {
 	buckets []float64
 	reason  func(error) string
-	err     error
 }
 
 // WithBuckets replaces DefaultBuckets as the histogram's bucket
 // boundaries, in seconds. Bounds must increase. A View registered with the
 // MeterProvider overrides them.
 func WithBuckets(b []float64) Option {
-	return func(c *config) {
-		if len(b) == 0 {
-			c.fail(fmt.Errorf("%w: no buckets", ErrInvalidOption))
-		}
-		for i := 1; i < len(b); i++ {
-			if b[i] <= b[i-1] {
-				c.fail(fmt.Errorf("%w: bucket %v does not increase on %v", ErrInvalidOption, b[i], b[i-1]))
-			}
-		}
-		c.buckets = append([]float64(nil), b...)
-	}
+	return func(c *config) { c.buckets = append([]float64{}, b...) }
 }
 
 // WithReason replaces reason.Of, the function that names the reason of a
-// store error. It must return one of a few fixed strings: each one
-// becomes an attribute value.
-func WithReason(f func(error) string) Option {
-	return func(c *config) {
-		if f == nil {
-			c.fail(fmt.Errorf("%w: reason function is nil", ErrInvalidOption))
-		}
-		c.reason = f
-	}
-}
+// store error (not nil). It must return one of a few fixed strings: each
+// one becomes an attribute value.
+func WithReason(f func(error) string) Option { return func(c *config) { c.reason = f } }
 
-func (c *config) fail(err error) {
-	if c.err == nil {
-		c.err = err
+// validate checks the whole configuration, as every package of this
+// module does: options only set fields.
+func (c *config) validate() error {
+	if c.reason == nil {
+		return fmt.Errorf("%w: reason function is nil", ErrInvalidOption)
 	}
+	if len(c.buckets) == 0 {
+		return fmt.Errorf("%w: no buckets", ErrInvalidOption)
+	}
+	for i := 1; i < len(c.buckets); i++ {
+		if c.buckets[i] <= c.buckets[i-1] {
+			return fmt.Errorf("%w: bucket %v does not increase on %v", ErrInvalidOption, c.buckets[i], c.buckets[i-1])
+		}
+	}
+	return nil
 }
 
 // New creates the instruments from mp's meter named ScopeName.
@@ -110,8 +103,8 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 		}
 		o(&c)
 	}
-	if c.err != nil {
-		return nil, c.err
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
 	meter := mp.Meter(ScopeName)
 	m := &Metrics{reason: c.reason}
