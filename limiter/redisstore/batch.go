@@ -70,7 +70,23 @@ const maxRoundsUnknownPool = 64
 // one's; a call with less than a quarter of the timeout left when its turn
 // comes is dropped as timed out, and a round's own deadline is that of
 // its oldest call.
-func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64, deadline time.Time) (result, error) {
+//
+// A call that waited elsewhere first (waited: for another caller's lease
+// request) comes with less of its timeout left than the calls already in
+// flight, whose rounds may end after its deadline: it is refused at once
+// with less than a quarter of the timeout left, and otherwise waits on a
+// timer of its own.
+func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64, deadline time.Time, waited bool) (result, error) {
+	var expired <-chan time.Time
+	if waited {
+		left := time.Until(deadline)
+		if left < b.s.cfg.timeout/4 {
+			return result{}, context.DeadlineExceeded
+		}
+		t := time.NewTimer(left)
+		defer t.Stop()
+		expired = t.C
+	}
 	c := callPool.Get().(*call)
 	c.ctx, c.req, c.want, c.err, c.deadline = ctx, *req, want, nil, deadline
 	b.mu.Lock()
@@ -103,6 +119,8 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64, dead
 		// The call may still be sent (it is then charged, as any request
 		// whose answer was lost) or dropped; it is not reused either way.
 		return result{}, ctx.Err()
+	case <-expired: // likewise
+		return result{}, context.DeadlineExceeded
 	}
 }
 

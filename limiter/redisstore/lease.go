@@ -101,10 +101,11 @@ type leaseEntry struct {
 // and, when it is the one lease request in flight for its key, the
 // channel to close when it returns.
 type leaseTicket struct {
-	want  int64
-	t     int64  // the request's time, in the store's time base
-	epoch uint64 // the shard's, when the request set out
-	ch    chan struct{}
+	want   int64
+	waited bool   // for another's lease request: its deadline is nearer than the timeout
+	t      int64  // the request's time, in the store's time base
+	epoch  uint64 // the shard's, when the request set out
+	ch     chan struct{}
 }
 
 func newLeases(c leaseConfig, size int, server bool) *leases {
@@ -154,6 +155,7 @@ func (l *leases) take(ctx context.Context, req *limiter.Request, deadline time.T
 	}
 	if ch := e.pending; ch != nil {
 		sh.mu.Unlock()
+		tk.waited = true
 		t := time.NewTimer(time.Until(deadline))
 		defer t.Stop()
 		select {

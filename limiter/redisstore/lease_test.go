@@ -350,11 +350,11 @@ func TestLeaseWaitWithinTimeout(t *testing.T) {
 	slices.Sort(took)
 	p50, p99 := took[len(took)/2], took[len(took)*99/100]
 	t.Logf("%d decisions: p50 %v, p99 %v, max %v", len(took), p50, p99, took[len(took)-1])
-	// On a quiet machine p99 is within 5 ms of the timeout (103-105 ms
-	// under -race); the bound leaves room for a loaded one, and still
-	// tells one timeout (101 ms) from the two waited before (201 ms).
-	if p50 > timeout+10*time.Millisecond || p99 > timeout+timeout/2 {
-		t.Fatalf("p50 %v, p99 %v; want p50 within the timeout %v + 10 ms, p99 within 1.5 times it", p50, p99, timeout)
+	// On a quiet machine p99 is within 5 ms of the timeout (101-105 ms);
+	// the bound leaves a loaded one 20 ms, and tells one timeout from the
+	// two waited before (201 ms).
+	if p50 > timeout+10*time.Millisecond || p99 > timeout+20*time.Millisecond {
+		t.Fatalf("p50 %v, p99 %v; want p50 within the timeout %v + 10 ms, p99 within it + 20 ms", p50, p99, timeout)
 	}
 }
 

@@ -258,7 +258,7 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 		return d, nil
 	}
 	epoch := s.cache.epochOf(req.Key)
-	r, err := s.batch.do(ctx, &req, tk.want, deadline)
+	r, err := s.batch.do(ctx, &req, tk.want, deadline, tk.waited)
 	if s.replyHook != nil {
 		s.replyHook()
 	}
