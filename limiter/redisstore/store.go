@@ -83,7 +83,7 @@ type Stats struct {
 // New returns a store on client, which may be a single node, a failover
 // (Sentinel) client, a Cluster client or a Ring, built with
 // ContextTimeoutEnabled so that each decision's deadline reaches the
-// socket; New returns errContextTimeout otherwise. The client's retries
+// socket; New returns an error wrapping ErrInvalidOption otherwise. The client's retries
 // and redirects may stay as they are: the store sends its script calls
 // as commands go-redis never sends twice (see the package documentation).
 // The store does not own the client: close the client after the store.
