@@ -443,7 +443,7 @@ func (r *resetRecorder) Reset(ctx context.Context, key string, p *Policy, now ti
 }
 
 // TestResetPassesTheLimitersInstant: a store that names windows by the
-// time (redisstore under AppClock) finds them with the limiter's clock,
+// time (redisstore on the limiter's clock) finds them with that clock,
 // not one of its own.
 func TestResetPassesTheLimitersInstant(t *testing.T) {
 	t.Parallel()

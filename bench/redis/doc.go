@@ -27,8 +27,8 @@
 //	go test -run '^$' -bench Cluster -count 6 ./redis
 //
 // BenchmarkAdmit and BenchmarkClusterAdmit run the store beside its floor
-// (floor_test.go) on every shape of policy: AppClock and ServerClock, one
-// window and two (layered). The floor is the least a fixed-window limiter
+// (floor_test.go) on every shape of policy: the limiter's clock and
+// Redis's (WithServerClock), one window and two (layered). The floor is the least a fixed-window limiter
 // can ask of Redis over the same keys and batches: one script call per
 // round and server, batched as the store batches, that MGETs the keys,
 // then INCRBYs each (SET with PX for a new one), with no check of what it

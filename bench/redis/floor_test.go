@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
-	"github.com/fixedwindow/ratelimit/limiter/redisstore"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -18,15 +17,15 @@ import (
 // and a minute, every request charged to both).
 type shape struct {
 	name    string
-	clock   redisstore.ClockSource
+	server  bool // redisstore.WithServerClock: Redis's TIME
 	layered bool
 }
 
 var shapes = []shape{
-	{"app", redisstore.AppClock, false},
-	{"server", redisstore.ServerClock, false},
-	{"app-layered", redisstore.AppClock, true},
-	{"server-layered", redisstore.ServerClock, true},
+	{"app", false, false},
+	{"server", true, false},
+	{"app-layered", false, true},
+	{"server-layered", true, true},
 }
 
 // rates returns the shape's rates, each limit at limit.
@@ -154,7 +153,7 @@ func floor(b *testing.B, c goredis.UniversalClient, sh shape, limit int64) func(
 			b.Fatal(err)
 		}
 	}
-	fb := &floorBatcher{c: c, size: 64, inFlight: 4, server: sh.clock == redisstore.ServerClock,
+	fb := &floorBatcher{c: c, size: 64, inFlight: 4, server: sh.server,
 		prefix: "bench-floor:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"}
 	for _, r := range sh.rates(limit) {
 		fb.rates = append(fb.rates, r.Limit, r.Window.Milliseconds())

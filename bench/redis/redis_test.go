@@ -254,8 +254,12 @@ func oursShaped(b *testing.B, c goredis.UniversalClient, sh shape, limit int64) 
 	// The peers have no deadline but go-redis's 3s read timeout; the
 	// store gets the same, so a loaded machine measures speed, not the
 	// failure policy.
-	s, err := redisstore.New(c, redisstore.WithTimeout(3*time.Second), redisstore.WithClockSource(sh.clock),
-		redisstore.WithPrefix("bench:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":"))
+	opts := []redisstore.Option{redisstore.WithTimeout(3 * time.Second),
+		redisstore.WithPrefix("bench:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":")}
+	if sh.server {
+		opts = append(opts, redisstore.WithServerClock())
+	}
+	s, err := redisstore.New(c, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -304,7 +308,7 @@ var contenders = []contender{
 
 // BenchmarkAdmit: every decision admits (a limit no key reaches), so every
 // one needs Redis; one node, a *redis.Client. The store and its floor
-// (floor_test.go) run on every shape (AppClock and ServerClock, one
+// (floor_test.go) run on every shape (the limiter's clock and Redis's, one
 // window and two), the peers on one window.
 func BenchmarkAdmit(b *testing.B) {
 	runShaped(b, "admit-", keys, func(b *testing.B) (goredis.UniversalClient, *counter) { return client(b) })

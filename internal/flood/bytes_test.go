@@ -31,33 +31,33 @@ const bytesKeys = 40_000
 func TestBytesPerKey(t *testing.T) {
 	day := limiter.Rate{Limit: 10_000, Window: 24 * time.Hour}
 	tests := []struct {
-		name  string
-		clock redisstore.ClockSource
-		p     *limiter.Policy
-		most  float64 // bytes per client key, used_memory
+		name   string
+		server bool // redisstore.WithServerClock
+		p      *limiter.Policy
+		most   float64 // bytes per client key, used_memory
 	}{
-		{"app_clock_one_window", redisstore.AppClock, limiter.MustPolicy("api", limiter.PerHour(1000)), 300},
-		{"app_clock_two_windows", redisstore.AppClock, limiter.MustPolicy("api", day, limiter.PerHour(1000)), 600},
-		{"server_clock_one_window", redisstore.ServerClock, limiter.MustPolicy("api", limiter.PerHour(1000)), 300},
-		{"server_clock_two_windows", redisstore.ServerClock, limiter.MustPolicy("api", day, limiter.PerHour(1000)), 600},
+		{"app_clock_one_window", false, limiter.MustPolicy("api", limiter.PerHour(1000)), 300},
+		{"app_clock_two_windows", false, limiter.MustPolicy("api", day, limiter.PerHour(1000)), 600},
+		{"server_clock_one_window", true, limiter.MustPolicy("api", limiter.PerHour(1000)), 300},
+		{"server_clock_two_windows", true, limiter.MustPolicy("api", day, limiter.PerHour(1000)), 600},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var m measured
 			for attempt := 0; ; attempt++ {
 				var ok bool
-				m, ok = measure(t, tt.clock, tt.p)
+				m, ok = measure(t, tt.server, tt.p)
 				if ok {
 					break
 				}
-				// Under ServerClock the keys of an hour that ended
+				// Under WithServerClock the keys of an hour that ended
 				// during the run expire: measure again.
 				if attempt == 1 {
 					t.Fatalf("keys expired during two runs in a row")
 				}
 			}
 			t.Logf("%s, %d window(s), Redis key %d B (client key %d B): used_memory %.1f B per client key, MEMORY USAGE %.1f B",
-				tt.clock, tt.p.NumRates(), m.keyLen, len(clientKey(0)), m.used, m.usage)
+				tt.name, tt.p.NumRates(), m.keyLen, len(clientKey(0)), m.used, m.usage)
 			if m.used <= 0 || m.used > tt.most || m.usage <= 0 || m.usage > m.used {
 				t.Errorf("got used_memory %.1f B and MEMORY USAGE %.1f B per client key, want 0 < usage ≤ used ≤ %.0f",
 					m.used, m.usage, tt.most)
@@ -74,10 +74,14 @@ type measured struct {
 
 // measure mints bytesKeys client keys under p on a fresh server and
 // reports what they cost; ok is false when some keys expired meanwhile.
-func measure(t *testing.T, clock redisstore.ClockSource, p *limiter.Policy) (m measured, ok bool) {
+func measure(t *testing.T, server bool, p *limiter.Policy) (m measured, ok bool) {
 	t.Helper()
 	c := startRedis(t, "1gb", "volatile-lfu")
-	l := newLimiter(t, p, newStore(t, c, redisstore.WithClockSource(clock)))
+	var opts []redisstore.Option
+	if server {
+		opts = append(opts, redisstore.WithServerClock())
+	}
+	l := newLimiter(t, p, newStore(t, c, opts...))
 	keys := func(from, n int) []string {
 		ks := make([]string, n)
 		for i := range ks {

@@ -28,11 +28,12 @@ var login = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 // two replicas sharing one Redis, successes refunded: 10 successes and 3
 // failures, alternating replicas, leave the 4th failure refused on
 // either replica, and the next window fresh. Under both clocks (the
-// fake clock moves AppClock's windows; ServerClock's is Redis's, so that
-// row checks the refusal and not the next window).
+// fake clock moves the limiter's windows; WithServerClock's are Redis's,
+// so that row checks the refusal and not the next window).
 func TestLoginAcrossReplicas(t *testing.T) {
-	for _, clock := range []redisstore.ClockSource{redisstore.AppClock, redisstore.ServerClock} {
-		t.Run(clock.String(), func(t *testing.T) {
+	for _, server := range []bool{false, true} {
+		name := map[bool]string{false: "app", true: "server"}[server]
+		t.Run(name, func(t *testing.T) {
 			var b [6]byte
 			_, _ = rand.Read(b[:])
 			prefix := "test:refund:" + hex.EncodeToString(b[:]) + ":"
@@ -40,7 +41,11 @@ func TestLoginAcrossReplicas(t *testing.T) {
 			p := limiter.MustPolicy("login", limiter.PerMinute(3))
 			var replicas []http.Handler
 			for range 2 {
-				s, err := redisstore.New(redistest.Shared(t), redisstore.WithPrefix(prefix), redisstore.WithClockSource(clock))
+				opts := []redisstore.Option{redisstore.WithPrefix(prefix)}
+				if server {
+					opts = append(opts, redisstore.WithServerClock())
+				}
+				s, err := redisstore.New(redistest.Shared(t), opts...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -56,7 +61,7 @@ func TestLoginAcrossReplicas(t *testing.T) {
 				}
 				replicas = append(replicas, mw(login))
 			}
-			if clock == redisstore.ServerClock {
+			if server {
 				awaitMinute(t)
 			}
 			call := func(i int, password string) int {
@@ -81,7 +86,7 @@ func TestLoginAcrossReplicas(t *testing.T) {
 					t.Fatalf("step %d (%s, replica %d): status %d, want %d", i, st.password, i%2, got, st.want)
 				}
 			}
-			if clock == redisstore.AppClock {
+			if !server {
 				clk.Advance(time.Minute)
 				if got := call(0, "wrong"); got != 401 {
 					t.Fatalf("the next window: status %d, want 401 (a fresh budget)", got)
@@ -92,7 +97,7 @@ func TestLoginAcrossReplicas(t *testing.T) {
 }
 
 // awaitMinute waits, if less than 2 s are left of Redis's minute, for the
-// next, so that a ServerClock row stays in one window.
+// next, so that a WithServerClock row stays in one window.
 func awaitMinute(t *testing.T) {
 	t.Helper()
 	now, err := redistest.Shared(t).Time(t.Context()).Result()

@@ -66,7 +66,7 @@ type replica struct {
 }
 
 // startReplica builds a replica on the shared Redis under prefix, with the
-// store's defaults (Batch pipelining, AppClock, fail closed, over-limit
+// store's defaults (rounds shared, the limiter's clock, fail closed, over-limit
 // cache) but a 2s timeout in place of 100ms: on a shared two-core machine
 // under -race a starved replica's round trip can pass 100ms, and the
 // store would rightly fail closed (a 500). What the store does when Redis

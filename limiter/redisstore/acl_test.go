@@ -22,7 +22,7 @@ import (
 var storeACL = struct {
 	// Commands are needed on every kind of client: the script (EVALSHA,
 	// and EVAL after NOSCRIPT), what it calls under either clock (TIME
-	// under ServerClock), and Reset's DEL.
+	// under serverClock), and Reset's DEL.
 	Commands []string
 	// Setup is go-redis's connection setup beyond HELLO and AUTH (which
 	// any user may send): CLIENT SETINFO, from Redis 7.2, names the
@@ -108,12 +108,12 @@ func aclDenials(t *testing.T, admin *redis.Client) []string {
 // key found without expiry (repaired), leased decisions, and a Reset. It
 // returns the first thing that went wrong; admin (the default user) reads
 // and edits keys beside the store.
-func aclScenario(client redis.UniversalClient, admin redis.UniversalClient, prefix string, clock ClockSource) error {
+func aclScenario(client redis.UniversalClient, admin redis.UniversalClient, prefix string, clock clockSource) error {
 	ctx := context.Background()
 	clk := limitertest.New(time.Now())
 	p := limiter.MustPolicy("acl", limiter.PerMinute(10), limiter.PerHour(100))
 	open := func(opts ...Option) (*limiter.Limiter, *Store, error) {
-		s, err := New(client, append([]Option{WithPrefix(prefix), WithTimeout(5 * time.Second), WithClockSource(clock)}, opts...)...)
+		s, err := New(client, append([]Option{WithPrefix(prefix), WithTimeout(5 * time.Second), withClockSource(clock)}, opts...)...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -224,7 +224,7 @@ func aclScenario(client redis.UniversalClient, admin redis.UniversalClient, pref
 // of storeACL.Commands taken away is refused: the list is the least.
 func TestACLLeastPrivilege(t *testing.T) {
 	const user, pw = "limiter", "acl-test-pw"
-	clocks := []ClockSource{AppClock, ServerClock}
+	clocks := []clockSource{appClock, serverClock}
 	t.Run("single_node", func(t *testing.T) {
 		srv := redistest.StartServer(t)
 		admin := redistest.Client(t, srv.Addr())
@@ -234,7 +234,7 @@ func TestACLLeastPrivilege(t *testing.T) {
 		t.Cleanup(func() { client.Close() })
 		for _, clock := range clocks {
 			t.Run(clock.String(), func(t *testing.T) {
-				if clock == ServerClock {
+				if clock == serverClock {
 					awaitServerWindow(t, admin, time.Minute)
 				}
 				if err := aclScenario(client, admin, prefix+clock.String()+":", clock); err != nil {
@@ -290,7 +290,7 @@ func TestACLLeastPrivilege(t *testing.T) {
 		admin := cl.Client(t)
 		for _, clock := range clocks {
 			t.Run(clock.String(), func(t *testing.T) {
-				if clock == ServerClock {
+				if clock == serverClock {
 					awaitServerWindow(t, admins[0], time.Minute)
 				}
 				if err := aclScenario(client, admin, prefix+clock.String()+":", clock); err != nil {

@@ -36,7 +36,7 @@ func TestSkewedReplicasServerClock(t *testing.T) {
 	p := limiter.MustPolicy("skew", limiter.PerHour(limit))
 	a := limitertest.New(t0.Add(59*time.Minute + 59*time.Second + 800*time.Millisecond))
 	b := limitertest.New(a.Now().Add(300 * time.Millisecond)) // across an hour boundary from a
-	ls := twoReplicas(t, p, a, b, WithClockSource(ServerClock))
+	ls := twoReplicas(t, p, a, b, withClockSource(serverClock))
 	got := fire(t, ls[:], "k", 200)
 	if got != limit {
 		t.Fatalf("admitted %d of 200, want exactly %d", got, limit)
@@ -54,7 +54,7 @@ func TestSkewedReplicasServerClock(t *testing.T) {
 	}
 }
 
-// TestSkewedReplicasAppClock shows AppClock's failure mode, and its bound.
+// TestSkewedReplicasAppClock shows appClock's failure mode, and its bound.
 // Replica b runs 300ms ahead of a. Just before a boundary, a is still in
 // window W while b is in W+1: the client gets W's budget through a and
 // W+1's through b, one extra budget at the boundary and no more. Once a

@@ -9,10 +9,10 @@ import (
 )
 
 // appClockSteps are the memory store's clock-step rows
-// (limiter/clockstep_test.go) run against the Redis store under AppClock,
+// (limiter/clockstep_test.go) run against the Redis store under appClock,
 // 2 per second unless a row says otherwise. The sweep row is left out:
 // Redis has no sweep, its keys expire. Where the answer differs from the
-// memory store's, the reason says why: under AppClock the window id is in
+// memory store's, the reason says why: under appClock the window id is in
 // the key, so each window keeps its own count for as long as its key
 // lives, where the memory store keeps one table per window length and a
 // step overwrites or drops it. The bound is the same: after a step of any
@@ -90,7 +90,7 @@ var appClockSteps = []storetest.ClockStep{
 // clock, not Redis's, and a key's expiry runs on Redis's clock (the
 // window's remainder plus the margin): the margin of a minute keeps every
 // key of a row alive however long the row takes on a loaded machine, so
-// the answers do not depend on it. ServerClock's steps are
+// the answers do not depend on it. serverClock's steps are
 // TestServerClockSteppedBack's: Redis's TIME cannot be stepped from here.
 func TestAppClockSteps(t *testing.T) {
 	c := sharedClient(t)

@@ -109,7 +109,7 @@ func TestCorruptKeyAloneInClusterBatch(t *testing.T) {
 	if requestSlot("b") == requestSlot("a") {
 		t.Fatal("a and b share a slot: the test would prove less")
 	}
-	writeCount(t, admin, AppClock, keyOf(s, bad, p, 0, t0), "1.0")
+	writeCount(t, admin, appClock, keyOf(s, bad, p, 0, t0), "1.0")
 	// Loaded everywhere, so that no call is sent again after NOSCRIPT.
 	if err := admin.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		return n.ScriptLoad(ctx, takeSource).Err()
@@ -182,7 +182,7 @@ func TestClusterNodeCall(t *testing.T) {
 		keys = append(keys, keysOnNode(t, cl, admin, n.Addr(), 3)...)
 	}
 	bad := keys[1] // shares its node with keys[0] and keys[2]
-	writeCount(t, admin, AppClock, keyOf(s, bad, p, 1, t0), "7.5")
+	writeCount(t, admin, appClock, keyOf(s, bad, p, 1, t0), "7.5")
 	if err := admin.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		return n.ScriptLoad(ctx, takeSource).Err()
 	}); err != nil {
@@ -236,7 +236,7 @@ func TestClusterNodeCallSlotMoved(t *testing.T) {
 		name   string
 		finish bool // SETSLOT NODE done: MOVED; else ASK
 	}
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		for _, tc := range []move{{"moved", true}, {"ask", false}} {
 			t.Run(clock.String()+"/"+tc.name, func(t *testing.T) { testNodeCallSlotMoved(t, clock, tc.finish) })
 		}
@@ -245,13 +245,13 @@ func TestClusterNodeCallSlotMoved(t *testing.T) {
 
 // testNodeCallSlotMoved is one row of TestClusterNodeCallSlotMoved: the
 // slot moved (finished) or mid-migration.
-func testNodeCallSlotMoved(t *testing.T, clock ClockSource, finished bool) {
+func testNodeCallSlotMoved(t *testing.T, clock clockSource, finished bool) {
 	ctx := context.Background()
 	cl := redistest.SharedCluster(t)
 	admin := cl.Client(t)
 	p := limiter.MustPolicy("moved", limiter.PerMinute(10))
-	s := newStore(t, cl.Client(t), WithOverLimitCache(0), WithClockSource(clock))
-	if clock == ServerClock {
+	s := newStore(t, cl.Client(t), WithOverLimitCache(0), withClockSource(clock))
+	if clock == serverClock {
 		awaitServerWindow(t, admin, time.Minute)
 	}
 	keys := keysOnNode(t, cl, admin, cl.Nodes[0].Addr(), 3)
@@ -289,7 +289,7 @@ func testNodeCallSlotMoved(t *testing.T, clock ClockSource, finished bool) {
 	}
 	for _, k := range keys {
 		get := admin.Get(ctx, keyOf(s, k, p, 0, t0))
-		if clock == ServerClock {
+		if clock == serverClock {
 			get = admin.HGet(ctx, keyOf(s, k, p, 0, t0), "c")
 		}
 		if got, err := get.Int64(); err != nil || got != 3 {
@@ -326,12 +326,12 @@ func testNodeCallSlotMoved(t *testing.T, clock ClockSource, finished bool) {
 // node call run under the target's ASKING would do) nor a request charged
 // without an answer.
 func TestClusterNodeCallMidMigration(t *testing.T) {
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		t.Run(clock.String(), func(t *testing.T) {
 			ctx := context.Background()
 			cl := redistest.SharedCluster(t)
 			admin := cl.Client(t)
-			if clock == ServerClock {
+			if clock == serverClock {
 				awaitServerWindow(t, admin, time.Minute)
 			}
 			// Two windows: a request's keys can be split by a migration.
@@ -340,7 +340,7 @@ func TestClusterNodeCallMidMigration(t *testing.T) {
 			// served by the target under ASK (a multi-key one would get
 			// TRYAGAIN until the migration ends).
 			one := limiter.MustPolicy("midmigration-one", limiter.PerMinute(10))
-			s := newStore(t, cl.Client(t), WithOverLimitCache(0), WithClockSource(clock))
+			s := newStore(t, cl.Client(t), WithOverLimitCache(0), withClockSource(clock))
 			src := cl.Nodes[0].Addr()
 			keys := keysOnNode(t, cl, admin, src, 2)
 			y, q := keys[0], keys[1]
@@ -419,7 +419,7 @@ func TestClusterNodeCallMidMigration(t *testing.T) {
 			count := func(key string) int64 {
 				t.Helper()
 				cmd := admin.Get(ctx, key)
-				if clock == ServerClock {
+				if clock == serverClock {
 					cmd = admin.HGet(ctx, key, "c")
 				}
 				n, err := cmd.Int64()

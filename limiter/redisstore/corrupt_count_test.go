@@ -82,12 +82,12 @@ func (c *corruptEvents) named(key string) bool {
 }
 
 // writeCount stores v as key's count for the window of now: the plain
-// string under AppClock, the hash {w, c} under ServerClock.
-func writeCount(t testing.TB, c redis.UniversalClient, clock ClockSource, key, v string) {
+// string under appClock, the hash {w, c} under serverClock.
+func writeCount(t testing.TB, c redis.UniversalClient, clock clockSource, key, v string) {
 	t.Helper()
 	ctx := context.Background()
 	var err error
-	if clock == ServerClock {
+	if clock == serverClock {
 		var tm time.Time
 		if tm, err = c.Time(ctx).Result(); err == nil {
 			err = c.HSet(ctx, key, "w", tm.UnixMilli()/time.Minute.Milliseconds(), "c", v).Err()
@@ -108,17 +108,17 @@ func TestCorruptCountRefusedUnderFailOpen(t *testing.T) {
 	const limit = 10
 	c := sharedClient(t)
 	p := limiter.MustPolicy("corruptcount", limiter.PerMinute(limit))
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		for _, v := range corruptValues(t) {
 			if _, ok := plainCount(v); ok {
 				continue
 			}
 			t.Run(clock.String()+"/"+strconv.Quote(v), func(t *testing.T) {
-				if clock == ServerClock {
+				if clock == serverClock {
 					awaitServerWindow(t, c, time.Minute)
 				}
 				var ev corruptEvents
-				s := newStore(t, c, WithClockSource(clock), WithFailurePolicy(FailOpen), WithObserver(ev.observe))
+				s := newStore(t, c, withClockSource(clock), WithFailurePolicy(FailOpen), WithObserver(ev.observe))
 				clk := limitertest.New(t0)
 				l := newLimiter(t, p, s, clk)
 				key := keyOf(s, "k", p, 0, clk.Now())
@@ -163,12 +163,12 @@ func TestCorruptKeyAloneInBatch(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
 	p := limiter.MustPolicy("corruptbatch", limiter.PerMinute(3))
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		t.Run(clock.String(), func(t *testing.T) {
-			if clock == ServerClock {
+			if clock == serverClock {
 				awaitServerWindow(t, c, time.Minute)
 			}
-			s := newStore(t, c, WithClockSource(clock))
+			s := newStore(t, c, withClockSource(clock))
 			// "1.0" is below the limit to Lua, so the old script went on to
 			// INCRBY it, which fails.
 			writeCount(t, c, clock, keyOf(s, "bad", p, 0, t0), "1.0")
@@ -188,7 +188,7 @@ func TestCorruptKeyAloneInBatch(t *testing.T) {
 				key := keyOf(s, k, p, 0, t0)
 				var got string
 				var err error
-				if clock == ServerClock {
+				if clock == serverClock {
 					got, err = c.HGet(ctx, key, "c").Result()
 				} else {
 					got, err = c.Get(ctx, key).Result()
@@ -209,12 +209,12 @@ func TestCorruptValueWithoutExpiryHeals(t *testing.T) {
 	ctx := context.Background()
 	c := sharedClient(t)
 	p := limiter.MustPolicy("corruptheals", limiter.PerMinute(10))
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		t.Run(clock.String(), func(t *testing.T) {
-			if clock == ServerClock {
+			if clock == serverClock {
 				awaitServerWindow(t, c, time.Minute)
 			}
-			s := newStore(t, c, WithClockSource(clock))
+			s := newStore(t, c, withClockSource(clock))
 			clk := limitertest.New(t0)
 			l := newLimiter(t, p, s, clk)
 			key := keyOf(s, "k", p, 0, clk.Now())
@@ -233,7 +233,7 @@ func TestCorruptValueWithoutExpiryHeals(t *testing.T) {
 				t.Fatalf("PTTL after a refusal = %v, want the window's expiry, within %v", ttl, time.Minute+defaultExpiryMargin)
 			}
 			var v string
-			if clock == ServerClock {
+			if clock == serverClock {
 				v, err = c.HGet(ctx, key, "c").Result()
 			} else {
 				v, err = c.Get(ctx, key).Result()

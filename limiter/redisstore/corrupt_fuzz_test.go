@@ -12,7 +12,7 @@ import (
 
 // FuzzStoredValue runs the script against the real Redis with an arbitrary
 // value stored under one key (a string, a list, a set, a sorted set, a
-// hash with any field, a ServerClock hash with any count or window id),
+// hash with any field, a serverClock hash with any count or window id),
 // decided in one script call beside sound keys. Whatever the value, the
 // call returns no error; the sound keys are decided and charged exactly as
 // limiter.Decide says; the odd key is refused, its value untouched,
@@ -27,12 +27,12 @@ func FuzzStoredValue(f *testing.F) {
 	p := limiter.MustPolicy("fuzz", limiter.PerMinute(3))
 	f.Fuzz(func(t *testing.T, kind uint8, value, field string, server bool) {
 		ctx := context.Background()
-		clock := AppClock
+		clock := appClock
 		if server {
-			clock = ServerClock
+			clock = serverClock
 			awaitServerWindow(t, c, time.Minute)
 		}
-		s := newStore(t, c, WithClockSource(clock))
+		s := newStore(t, c, withClockSource(clock))
 		if _, err := s.Take(ctx, limiter.Request{Key: "b", Policy: p, Now: t0, Cost: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func FuzzStoredValue(f *testing.F) {
 			err = c.RPush(ctx, key, value).Err()
 		case 2:
 			err = c.HSet(ctx, key, field, value).Err()
-			// A ServerClock hash with a whole window id and no count is
+			// A serverClock hash with a whole window id and no count is
 			// refused in its window and started afresh in any other: no
 			// one answer to check, only that nothing else breaks.
 			_, loose = plainCount(value)

@@ -18,21 +18,21 @@ func TestCorruptValueRefused(t *testing.T) {
 	p := limiter.MustPolicy("corrupt", limiter.PerMinute(5))
 	for _, tc := range []struct {
 		name  string
-		clock ClockSource
+		clock clockSource
 		write func(key string) error
 	}{
-		{"app_not_a_number", AppClock, func(k string) error { return c.Set(ctx, k, "abc", 0).Err() }},
-		{"app_negative", AppClock, func(k string) error { return c.Set(ctx, k, "-3", 0).Err() }},
-		{"app_wrong_type", AppClock, func(k string) error { return c.HSet(ctx, k, "x", 1).Err() }},
-		{"server_bad_window", ServerClock, func(k string) error { return c.HSet(ctx, k, "w", "zz", "c", 1).Err() }},
-		{"server_window_far_ahead", ServerClock, func(k string) error { return c.HSet(ctx, k, "w", "1e15", "c", 1).Err() }},
-		{"server_window_huge", ServerClock, func(k string) error { return c.HSet(ctx, k, "w", "1e300", "c", 1).Err() }},
-		{"server_window_fractional", ServerClock, func(k string) error { return c.HSet(ctx, k, "w", "29774995.5", "c", 1).Err() }},
-		{"server_window_negative", ServerClock, func(k string) error { return c.HSet(ctx, k, "w", "-7", "c", 1).Err() }},
-		{"server_wrong_type", ServerClock, func(k string) error { return c.Set(ctx, k, "1", 0).Err() }},
+		{"app_not_a_number", appClock, func(k string) error { return c.Set(ctx, k, "abc", 0).Err() }},
+		{"app_negative", appClock, func(k string) error { return c.Set(ctx, k, "-3", 0).Err() }},
+		{"app_wrong_type", appClock, func(k string) error { return c.HSet(ctx, k, "x", 1).Err() }},
+		{"server_bad_window", serverClock, func(k string) error { return c.HSet(ctx, k, "w", "zz", "c", 1).Err() }},
+		{"server_window_far_ahead", serverClock, func(k string) error { return c.HSet(ctx, k, "w", "1e15", "c", 1).Err() }},
+		{"server_window_huge", serverClock, func(k string) error { return c.HSet(ctx, k, "w", "1e300", "c", 1).Err() }},
+		{"server_window_fractional", serverClock, func(k string) error { return c.HSet(ctx, k, "w", "29774995.5", "c", 1).Err() }},
+		{"server_window_negative", serverClock, func(k string) error { return c.HSet(ctx, k, "w", "-7", "c", 1).Err() }},
+		{"server_wrong_type", serverClock, func(k string) error { return c.Set(ctx, k, "1", 0).Err() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStore(t, c, WithClockSource(tc.clock), WithOverLimitCache(0))
+			s := newStore(t, c, withClockSource(tc.clock), WithOverLimitCache(0))
 			clk := limitertest.New(t0)
 			l := newLimiter(t, p, s, clk)
 			key := keyOf(s, "bad", p, 0, clk.Now())

@@ -43,11 +43,11 @@
 //
 // # Clocks
 //
-// AppClock (the default) places requests with the limiter's clock
-// (Request.Now, and the instant the limiter passes to Reset) and puts the
-// window id in the key; the store keeps no clock of its own. ServerClock
-// reads Redis's TIME in the script: one clock for every replica. See
-// ClockSource for the failure modes of each.
+// By default requests are placed with the limiter's clock (Request.Now,
+// and the instant the limiter passes to Reset) and the window id is in
+// the key; the store keeps no clock of its own. WithServerClock reads
+// Redis's TIME in the script instead: one clock for every replica. Its
+// documentation has the failure modes of each.
 //
 // # Leases
 //

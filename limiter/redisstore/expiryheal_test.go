@@ -18,13 +18,13 @@ import (
 func TestBareKeyRepairedWhereItMatters(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		t.Run(clock.String()+"/admitting", func(t *testing.T) {
-			if clock == ServerClock {
+			if clock == serverClock {
 				awaitServerWindow(t, c, time.Minute)
 			}
 			p := limiter.MustPolicy("bare-admit", limiter.PerMinute(100))
-			s := newStore(t, c, WithClockSource(clock), WithOverLimitCache(0))
+			s := newStore(t, c, withClockSource(clock), WithOverLimitCache(0))
 			clk := limitertest.New(t0.Add(10 * time.Second))
 			l := newLimiter(t, p, s, clk)
 			if got := admitted(t, l, "k", 5, nil); got != 5 {
@@ -42,11 +42,11 @@ func TestBareKeyRepairedWhereItMatters(t *testing.T) {
 			checkRepaired(t, c.PExpireTime(ctx, key).Val(), want, clock, "count 8")
 		})
 		t.Run(clock.String()+"/refused_by_another_window", func(t *testing.T) {
-			if clock == ServerClock {
+			if clock == serverClock {
 				awaitServerWindow(t, c, time.Minute)
 			}
 			p := limiter.MustPolicy("bare-refuse", limiter.PerMinute(100), limiter.PerSecond(3))
-			s := newStore(t, c, WithClockSource(clock), WithOverLimitCache(0))
+			s := newStore(t, c, withClockSource(clock), WithOverLimitCache(0))
 			clk := limitertest.New(t0.Add(10 * time.Second))
 			l := newLimiter(t, p, s, clk)
 			if got := admitted(t, l, "k", 3, nil); got != 3 {
@@ -69,14 +69,14 @@ func TestBareKeyRepairedWhereItMatters(t *testing.T) {
 
 // checkRepaired compares a repaired key's PEXPIRETIME, got, with want,
 // the one it had before its expiry was removed: the same with
-// ServerClock; with AppClock, derived from the request's instant, within
+// serverClock; with appClock, derived from the request's instant, within
 // the time the calls took.
-func checkRepaired(t *testing.T, got, want time.Duration, clock ClockSource, after string) {
+func checkRepaired(t *testing.T, got, want time.Duration, clock clockSource, after string) {
 	t.Helper()
 	if got < 0 {
 		t.Fatalf("PEXPIRETIME after %s: got %v, want the window's expiry (%v)", after, got, want)
 	}
-	if clock == ServerClock && got != want || clock == AppClock && (got < want || got > want+time.Second) {
+	if clock == serverClock && got != want || clock == appClock && (got < want || got > want+time.Second) {
 		t.Fatalf("PEXPIRETIME after %s (%v): got %v, want %v", after, clock, got, want)
 	}
 }

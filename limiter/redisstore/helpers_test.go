@@ -77,7 +77,7 @@ func commandCalls(t testing.TB, c redis.UniversalClient, cmd string) int64 {
 
 func sharedClient(t testing.TB) *redis.Client { return redistest.Shared(t) }
 
-// awaitServerWindow makes room for a ServerClock test, which runs on
+// awaitServerWindow makes room for a serverClock test, which runs on
 // Redis's own clock (a fake clock cannot move it): when less than 300 ms
 // are left in Redis's current window of length w, it waits for the next
 // window to begin, so that the test's few calls land in one window rather
@@ -150,4 +150,12 @@ func reasonOf(err error) string {
 		return r.Reason()
 	}
 	return ""
+}
+
+// String names a clock in subtests: "app" or "server".
+func (c clockSource) String() string {
+	if c == serverClock {
+		return "server"
+	}
+	return "app"
 }

@@ -11,8 +11,8 @@ import (
 
 // Key layout, one Redis key per window of a request:
 //
-//	AppClock:    <prefix>{<key>}:<policy id>:<window ms>:<window id>   integer count
-//	ServerClock: <prefix>{<key>}:<policy id>:<window ms>               hash {w, c}
+//	appClock:    <prefix>{<key>}:<policy id>:<window ms>:<window id>   integer count
+//	serverClock: <prefix>{<key>}:<policy id>:<window ms>               hash {w, c}
 //
 // such as rl:{alice}:api:100/60000:5/1000:60000:29675211. The braces make
 // the client's key the Cluster hash tag, so all of one client's windows
@@ -86,13 +86,13 @@ func newPolicyKeys(p *limiter.Policy) *policyKeys {
 }
 
 // appendKeys appends the Redis keys of key's windows under p at the instant
-// ms (used only by AppClock, whose keys name their window).
-func appendKeys(dst []string, prefix, key string, pk *policyKeys, n int, clock ClockSource, ms int64) []string {
+// ms (used only by appClock, whose keys name their window).
+func appendKeys(dst []string, prefix, key string, pk *policyKeys, n int, clock clockSource, ms int64) []string {
 	t := tag(key)
 	var num [20]byte
 	for i := range n {
 		var id []byte
-		if clock == AppClock {
+		if clock == appClock {
 			w, _, _ := limiter.WindowID(ms, pk.wms[i])
 			id = strconv.AppendInt(num[:0], w, 10)
 		}

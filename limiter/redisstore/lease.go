@@ -68,7 +68,7 @@ func (c leaseConfig) validate() error {
 
 // leases holds this replica's leases and the local demand that sizes
 // them. Times are milliseconds in the store's time base: the request's
-// instant under AppClock, mono under ServerClock, onto which each lease's
+// instant under appClock, mono under serverClock, onto which each lease's
 // end in Redis's time is mapped at its grant. An entry is a pointer to
 // about 150 bytes plus the client key; a key not kept leases nothing.
 type leases struct {
@@ -85,8 +85,8 @@ type leaseEntry struct {
 	start, end int64
 	known      bool
 	ids        [limiter.MaxWindows]int64 // the windows' ids
-	offset     int64                     // ServerClock: Redis's ms = t + offset
-	first      int64                     // ServerClock: the span's start, Redis's ms
+	offset     int64                     // serverClock: Redis's ms = t + offset
+	first      int64                     // serverClock: the span's start, Redis's ms
 	held       int64                     // units leased and not yet spent, in the span
 	spent      int64                     // units spent from the lease in the span: what a refund may return to it
 

@@ -81,7 +81,7 @@ func TestLeaseWantGrows(t *testing.T) {
 	}
 }
 
-// TestLeaseServerClockDatesInItsWindow: under ServerClock a request
+// TestLeaseServerClockDatesInItsWindow: under serverClock a request
 // that read the monotonic clock before the lease request it waited for
 // is decided from that lease, and so in the lease's window: dated no
 // earlier than the window's start, with the window's Remaining and reset.
@@ -135,13 +135,13 @@ func TestLeaseServerClockDatesInItsWindow(t *testing.T) {
 // exactly the limit is admitted, Remaining never claims more than the
 // window has left, and a cold key's single request leases nothing.
 func TestLeaseDecidesLocally(t *testing.T) {
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		t.Run(clock.String(), func(t *testing.T) {
 			ctx := context.Background()
 			c := sharedClient(t)
-			s := newStore(t, c, WithLeases(50*time.Millisecond, 10), WithClockSource(clock))
+			s := newStore(t, c, WithLeases(50*time.Millisecond, 10), withClockSource(clock))
 			p := limiter.MustPolicy("local", limiter.PerMinute(1000)) // cap 100
-			if clock == ServerClock {
+			if clock == serverClock {
 				awaitServerWindow(t, c, time.Minute)
 			}
 			now := t0
@@ -162,7 +162,7 @@ func TestLeaseDecidesLocally(t *testing.T) {
 					t.Fatalf("decision %d: refused with RetryAfter %v", i, d.RetryAfter)
 				}
 			}
-			if admitted != 1000 && clock == AppClock {
+			if admitted != 1000 && clock == appClock {
 				t.Fatalf("admitted %d, want exactly the limit 1000", admitted)
 			}
 			if admitted > 1000 {
@@ -733,7 +733,7 @@ func TestLeaseHonestHeaders(t *testing.T) {
 	}
 }
 
-// TestLeasesExactServerClock runs 4 leasing replicas under ServerClock,
+// TestLeasesExactServerClock runs 4 leasing replicas under serverClock,
 // on Redis's own clock, for about 2.5 seconds of 1-second windows: each
 // window, as told by the decisions' DecidedAt (Redis's time, or for a
 // leased decision Redis's time estimated on the monotonic clock), admits
@@ -751,7 +751,7 @@ func TestLeasesExactServerClock(t *testing.T) {
 	prefix := testPrefix(t)
 	for range replicas {
 		s, err := New(redistest.Client(t, redistest.SharedAddr), WithPrefix(prefix), WithTimeout(5*time.Second),
-			WithClockSource(ServerClock), WithLeases(50*time.Millisecond, divisor))
+			withClockSource(serverClock), WithLeases(50*time.Millisecond, divisor))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,44 +23,15 @@ const (
 	maxBatchSize = 1024
 )
 
-// A ClockSource says whose clock places a request in its window.
-type ClockSource uint8
+// A clockSource says whose clock places a request in its window: the
+// application's (the limiter's Request.Now, the default) or Redis's
+// (WithServerClock).
+type clockSource uint8
 
 const (
-	// AppClock decides with Request.Now, the limiter's clock. The window id
-	// is part of each Redis key, so a key holds one window only and no
-	// replica can ever charge a window it did not compute. Replicas whose
-	// clocks disagree by δ disagree about boundaries for δ: near a
-	// boundary a client may spend the old window's budget on one replica
-	// and the new one's on another, at most a second full budget, as in any
-	// boundary burst; within a window they share one count. A replica
-	// whose clock lags by more than the expiry margin may find an expired
-	// key and start that window again. Keep clocks synchronised (NTP) and
-	// the margin above their worst skew.
-	AppClock ClockSource = iota
-	// ServerClock decides with Redis's TIME, read inside the script: one
-	// clock for every replica, so boundaries agree exactly whatever the
-	// replicas' clocks say. Request.Now is ignored. Its failure mode is a
-	// Redis whose clock jumps (a failover to a node whose clock differs,
-	// an NTP step): a jump forward starts windows early; after a jump
-	// back, a window stored to start after TIME by at most the policy's
-	// shortest window is decided in (at its start; a count is never
-	// rewound), and one stored further ahead is stale: the current window
-	// starts afresh, with a fresh expiry. Either way a step of any size
-	// costs a key at most one window of wrong answers. The over-limit
-	// cache times its entries from Redis's time at the decision on the
-	// monotonic clock, so no step of the application's clock keeps a key
-	// refused past Redis's window.
-	ServerClock
+	appClock clockSource = iota
+	serverClock
 )
-
-// String returns "app" or "server".
-func (c ClockSource) String() string {
-	if c == ServerClock {
-		return "server"
-	}
-	return "app"
-}
 
 // A FailurePolicy says what Take answers when Redis cannot decide: it is
 // unreachable, slower than the timeout, or the breaker is open.
@@ -131,7 +102,7 @@ type Option func(*config)
 
 type config struct {
 	prefix          string
-	clock           ClockSource
+	clock           clockSource
 	timeout         time.Duration
 	margin          time.Duration
 	failure         FailurePolicy
@@ -164,10 +135,36 @@ func defaults() config {
 // not contain '{' or '}', which would move the Cluster hash tag.
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
-// WithClockSource chooses whose clock places requests in windows (default
-// AppClock). Every replica sharing a prefix must use the same source: the
-// two keep different keys.
-func WithClockSource(s ClockSource) Option { return func(c *config) { c.clock = s } }
+// WithServerClock decides with Redis's TIME, read inside the script,
+// instead of the limiter's clock (Request.Now, the default): one clock
+// for every replica, so boundaries agree exactly whatever the replicas'
+// clocks say. Every replica sharing a prefix must make the same choice:
+// the two keep different keys.
+//
+// With the limiter's clock the window id is part of each Redis key, so a
+// key holds one window only and no replica can ever charge a window it
+// did not compute. Replicas whose clocks disagree by δ disagree about
+// boundaries for δ: near a boundary a client may spend the old window's
+// budget on one replica and the new one's on another, at most a second
+// full budget, as in any boundary burst; within a window they share one
+// count. A replica whose clock lags by more than the expiry margin may
+// find an expired key and start that window again. Keep clocks
+// synchronised (NTP) and the margin above their worst skew.
+//
+// With Redis's clock the failure mode is a Redis whose clock jumps (a
+// failover to a node whose clock differs, an NTP step): a jump forward
+// starts windows early; after a jump back, a window stored to start after
+// TIME by at most the policy's shortest window is decided in (at its
+// start; a count is never rewound), and one stored further ahead is
+// stale: the current window starts afresh, with a fresh expiry. Either
+// way a step of any size costs a key at most one window of wrong answers.
+// The over-limit cache and the leases time their entries from Redis's
+// time at the decision on the monotonic clock, so no step of the
+// application's clock keeps a key refused past Redis's window.
+func WithServerClock() Option { return withClockSource(serverClock) }
+
+// withClockSource chooses the clock, for tests that run both.
+func withClockSource(s clockSource) Option { return func(c *config) { c.clock = s } }
 
 // WithTimeout bounds each decision (default 100ms), on top of the
 // request's own context, waiting for a lease included. When it passes, the failure policy answers; the
@@ -226,7 +223,7 @@ func (c *config) validate() error {
 	switch {
 	case strings.ContainsAny(c.prefix, "{}"):
 		return fmt.Errorf("%w: prefix %q contains '{' or '}'", ErrInvalidOption, c.prefix)
-	case c.clock > ServerClock:
+	case c.clock > serverClock:
 		return fmt.Errorf("%w: clock source %d", ErrInvalidOption, c.clock)
 	case c.timeout <= 0:
 		return fmt.Errorf("%w: timeout %v must be > 0", ErrInvalidOption, c.timeout)

@@ -17,7 +17,7 @@ type overLimit struct{ shardedMap[olEntry] }
 type olEntry struct {
 	states [limiter.MaxWindows]limiter.State
 	until  int64 // ms, in the store's time base, when the last full window ends
-	// ServerClock: Redis's time at the decision, and mono then.
+	// serverClock: Redis's time at the decision, and mono then.
 	at   time.Time
 	mono time.Duration
 }
@@ -32,7 +32,7 @@ func newOverLimit(size int, server bool) *overLimit {
 }
 
 // lookup answers a request for a key known to be over its limit. now is
-// the request's instant; under ServerClock it is not used: Redis's time is
+// the request's instant; under serverClock it is not used: Redis's time is
 // the entry's plus the monotonic time since. ok is false when the key is
 // unknown, its full windows have ended, or (the clock stepped back) Decide
 // would admit.
@@ -65,7 +65,7 @@ func (c *overLimit) lookup(p *limiter.Policy, key string, now time.Time, cost in
 
 // instant returns the time, in e's time base, of a request at now (the
 // application's clock) when the monotonic clock reads m: now itself under
-// AppClock, Redis's time under ServerClock.
+// appClock, Redis's time under serverClock.
 func (c *overLimit) instant(e *olEntry, now time.Time, m time.Duration) time.Time {
 	if !c.server {
 		return now
@@ -82,7 +82,7 @@ func (c *overLimit) epochOf(key string) uint64 {
 }
 
 // note records the states after a decision made by Redis at instant at
-// (Redis's time under ServerClock), if some window is full and no Reset
+// (Redis's time under serverClock), if some window is full and no Reset
 // of the shard has happened since epoch was read.
 func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindows]limiter.State, at, reqNow time.Time, epoch uint64) {
 	if c == nil {

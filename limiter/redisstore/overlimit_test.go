@@ -19,16 +19,16 @@ import (
 func TestOverLimitCacheSkipsRedis(t *testing.T) {
 	ctx := context.Background()
 	p := limiter.MustPolicy("cache", limiter.PerMinute(3), limiter.PerSecond(2))
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		t.Run(clock.String(), func(t *testing.T) {
 			srv := redistest.StartServer(t)
 			c := redistest.Client(t, srv.Addr())
-			if clock == ServerClock {
+			if clock == serverClock {
 				awaitServerWindow(t, c, time.Second)
 			}
 			clk := limitertest.New(t0.Add(100 * time.Millisecond))
-			s := newStore(t, c, WithClockSource(clock))
-			if clock == ServerClock {
+			s := newStore(t, c, withClockSource(clock))
+			if clock == serverClock {
 				// Entries age on the monotonic clock: hold it still, as the
 				// fake clock holds the application's.
 				s.cache.mono = func() time.Duration { return 0 }
@@ -64,7 +64,7 @@ func TestOverLimitCacheSkipsRedis(t *testing.T) {
 			if s.Stats().Cached != 101 {
 				t.Fatalf("Stats.Cached: got %d, want 101", s.Stats().Cached)
 			}
-			if clock == AppClock {
+			if clock == appClock {
 				// Same Decision as the script path: compare with Redis
 				// itself, cache off.
 				s2 := newStore(t, c, WithPrefix(s.cfg.prefix), WithOverLimitCache(0))
@@ -76,7 +76,7 @@ func TestOverLimitCacheSkipsRedis(t *testing.T) {
 					t.Fatalf("cached refusal %+v, Redis's %+v", first, want)
 				}
 			}
-			if clock == AppClock {
+			if clock == appClock {
 				clk.Advance(time.Second) // the second window ends: Redis decides again
 				if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
 					t.Fatalf("next second: %+v, %v; want admitted (minute has 1 left)", d, err)
@@ -150,7 +150,7 @@ type steppedClock struct{ back atomic.Int64 }
 
 func (c *steppedClock) Now() time.Time { return time.Now().Add(-time.Duration(c.back.Load())) }
 
-// TestServerClockCacheIgnoresAppClock: under ServerClock the over-limit
+// TestServerClockCacheIgnoresAppClock: under serverClock the over-limit
 // cache times its entries on the monotonic clock from Redis's time, so an
 // application clock stepped back by less than a window does not keep a
 // key refused once Redis's window has ended. The test waits for the end of
@@ -162,7 +162,7 @@ func TestServerClockCacheIgnoresAppClock(t *testing.T) {
 	p := limiter.MustPolicy("cachestep", limiter.PerSecond(2))
 	awaitServerWindow(t, c, time.Second)
 	clk := &steppedClock{}
-	s := newStore(t, c, WithClockSource(ServerClock))
+	s := newStore(t, c, withClockSource(serverClock))
 	l, err := limiter.New(p, limiter.WithStore(s), limiter.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)

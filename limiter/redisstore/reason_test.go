@@ -17,28 +17,28 @@ import (
 // the decision as an error under the failure policy, named for what it
 // is, and is never taken for an outage (the breaker stays closed, so the
 // reason stays visible) nor for corruption (nothing refused, no corrupt
-// value reported). Before, a NOPERM on HMGET under ServerClock refused
+// value reported). Before, a NOPERM on HMGET under serverClock refused
 // every key as corrupt with no error, and OOM opened the breaker, after
 // which every client read "circuit breaker is open".
 func TestErrorRepliesNamed(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		clock  ClockSource
+		clock  clockSource
 		setup  func(t *testing.T, admin *redis.Client, prefix string) *redis.Client
 		reason string
 		text   string
 		risky  bool // New reports the memory policy as risky
 	}{
-		{"out_of_memory", AppClock, func(t *testing.T, admin *redis.Client, _ string) *redis.Client {
+		{"out_of_memory", appClock, func(t *testing.T, admin *redis.Client, _ string) *redis.Client {
 			// Any write is over a 1-byte maxmemory under noeviction.
 			set(t, admin, "maxmemory-policy", "noeviction")
 			set(t, admin, "maxmemory", "1")
 			return admin
 		}, "out_of_memory", "out of memory", true},
-		{"permission_denied_server_clock", ServerClock, func(t *testing.T, admin *redis.Client, prefix string) *redis.Client {
+		{"permission_denied_server_clock", serverClock, func(t *testing.T, admin *redis.Client, prefix string) *redis.Client {
 			return aclUser(t, admin, prefix, "hmget")
 		}, "permission_denied", "permission denied", false},
-		{"permission_denied_app_clock", AppClock, func(t *testing.T, admin *redis.Client, prefix string) *redis.Client {
+		{"permission_denied_app_clock", appClock, func(t *testing.T, admin *redis.Client, prefix string) *redis.Client {
 			return aclUser(t, admin, prefix, "mget")
 		}, "permission_denied", "permission denied", false},
 	} {
@@ -48,7 +48,7 @@ func TestErrorRepliesNamed(t *testing.T) {
 			prefix := testPrefix(t)
 			c := tc.setup(t, admin, prefix)
 			var ev events
-			s, err := New(c, WithPrefix(prefix), WithClockSource(tc.clock), WithObserver(ev.observe))
+			s, err := New(c, WithPrefix(prefix), withClockSource(tc.clock), WithObserver(ev.observe))
 			if err != nil {
 				t.Fatal(err)
 			}

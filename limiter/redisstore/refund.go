@@ -20,9 +20,9 @@ var refundHash = redis.NewScript(refundSource).Hash()
 // replica spent from its lease in d's windows goes back to the lease, with
 // no round trip; the rest to Redis, in one script call sent
 // at most once (as a charge is), bounded by the timeout, through the
-// client, which routes it by the key's hash tag. Under ServerClock
-// Redis's TIME says whether a window is still current; under AppClock
-// req.Now does. A decision FailLocal made is refunded to the fallback; one
+// client, which routes it by the key's hash tag. With WithServerClock
+// Redis's TIME says whether a window is still current; otherwise req.Now
+// does. A decision FailLocal made is refunded to the fallback; one
 // FailOpen admitted was charged to nothing. This store's over-limit cache
 // forgets the key, so that its next request asks Redis; other replicas'
 // caches keep refusing it until the window they saw full ends, as after
@@ -56,14 +56,14 @@ func (s *Store) Refund(ctx context.Context, req limiter.Request, d limiter.Decis
 	at := d.DecidedAt().UnixMilli()
 	keys := appendKeys(nil, s.cfg.prefix, req.Key, pk, n, s.cfg.clock, at)
 	clock := "a"
-	if s.cfg.clock == ServerClock {
+	if s.cfg.clock == serverClock {
 		clock = "s"
 	}
 	cmd := []any{"evalsha", refundHash, 0}
 	args := []any{clock, req.Cost}
 	for i := range n {
 		id, _, _ := limiter.WindowID(at, pk.wms[i])
-		if now, _, _ := limiter.WindowID(req.Now.UnixMilli(), pk.wms[i]); s.cfg.clock == AppClock && now != id {
+		if now, _, _ := limiter.WindowID(req.Now.UnixMilli(), pk.wms[i]); s.cfg.clock == appClock && now != id {
 			continue // ended: a refund never lends to a later window
 		}
 		cmd = append(cmd, keys[i])

@@ -15,8 +15,8 @@ import (
 // returns its cost to the windows that charged, so the next request is
 // admitted; a refund larger than the count takes it to zero, never
 // below; two replicas share the refunded budget; a refusal refunds
-// nothing. Under AppClock a refund after the window's end refunds nothing
-// (ServerClock's boundary is Redis's own: TestRefundServerClockEndedWindow).
+// nothing. Under appClock a refund after the window's end refunds nothing
+// (serverClock's boundary is Redis's own: TestRefundServerClockEndedWindow).
 func TestRefund(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.SharedCluster(t)
@@ -30,17 +30,17 @@ func TestRefund(t *testing.T) {
 		{"ring", func(t *testing.T) redis.UniversalClient { return ring }},
 	}
 	for _, kind := range clients {
-		for _, clock := range []ClockSource{AppClock, ServerClock} {
+		for _, clock := range []clockSource{appClock, serverClock} {
 			t.Run(kind.name+"_"+clock.String(), func(t *testing.T) {
 				p := limiter.MustPolicy("refund", limiter.PerMinute(3), limiter.PerHour(100))
 				prefix := testPrefix(t)
 				clk := limitertest.New(t0.Add(10 * time.Second))
 				var ls []*limiter.Limiter
 				for range 2 { // two replicas
-					s := newStore(t, kind.c(t), WithPrefix(prefix), WithClockSource(clock))
+					s := newStore(t, kind.c(t), WithPrefix(prefix), withClockSource(clock))
 					ls = append(ls, newLimiter(t, p, s, clk))
 				}
-				if clock == ServerClock {
+				if clock == serverClock {
 					awaitServerWindow(t, kind.c(t), time.Minute)
 				}
 				var last limiter.Decision
@@ -84,7 +84,7 @@ func TestRefund(t *testing.T) {
 				if w := d.WindowAt(1); w.Remaining != 100-1 {
 					t.Fatalf("hour window after refunding 10 of 4: remaining %d, want %d (counts never below zero)", w.Remaining, 100-1)
 				}
-				if clock == AppClock {
+				if clock == appClock {
 					// Charged in this minute, refunded in the next: only
 					// the hour's window, still current, gets it back.
 					charged, _ := ls[0].Allow(ctx, "k", 1)
@@ -102,13 +102,13 @@ func TestRefund(t *testing.T) {
 	}
 }
 
-// TestRefundServerClockEndedWindow: under ServerClock a window whose id
+// TestRefundServerClockEndedWindow: under serverClock a window whose id
 // Redis's TIME has left behind gets nothing back, though the key still
 // holds its count (within the expiry margin).
 func TestRefundServerClockEndedWindow(t *testing.T) {
 	ctx := context.Background()
 	c := sharedClient(t)
-	s := newStore(t, c, WithClockSource(ServerClock))
+	s := newStore(t, c, withClockSource(serverClock))
 	p := limiter.MustPolicy("refund-ended", limiter.PerSecond(3))
 	l := newLimiter(t, p, s, limitertest.New(t0))
 	awaitServerWindow(t, c, time.Second)
@@ -190,7 +190,7 @@ func TestRefundLostReplyAppliedOnce(t *testing.T) {
 // limit in all.
 func TestRefundToLease(t *testing.T) {
 	ctx := context.Background()
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		t.Run(clock.String(), func(t *testing.T) {
 			c := sharedClient(t)
 			p := limiter.MustPolicy("refund-lease", limiter.PerMinute(200))
@@ -201,10 +201,10 @@ func TestRefundToLease(t *testing.T) {
 				ls []*limiter.Limiter
 			)
 			for range 2 {
-				s := newStore(t, c, WithPrefix(prefix), WithClockSource(clock), WithLeases(time.Second, 4), WithOverLimitCache(0))
+				s := newStore(t, c, WithPrefix(prefix), withClockSource(clock), WithLeases(time.Second, 4), WithOverLimitCache(0))
 				ss, ls = append(ss, s), append(ls, newLimiter(t, p, s, clk))
 			}
-			if clock == ServerClock {
+			if clock == serverClock {
 				awaitServerWindow(t, c, time.Minute)
 			}
 			var last limiter.Decision

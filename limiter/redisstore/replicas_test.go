@@ -55,11 +55,11 @@ func TestReplicasShareOneLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		opts  []Option
-		clock ClockSource
+		clock clockSource
 	}{
-		{"batch_app_clock", []Option{withPath(pathBatch)}, AppClock},
-		{"plain_app_clock", []Option{withPath(pathPlain)}, AppClock},
-		{"batch_server_clock", []Option{withPath(pathBatch), WithClockSource(ServerClock)}, ServerClock},
+		{"batch_app_clock", []Option{withPath(pathBatch)}, appClock},
+		{"plain_app_clock", []Option{withPath(pathPlain)}, appClock},
+		{"batch_server_clock", []Option{withPath(pathBatch), withClockSource(serverClock)}, serverClock},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := limiter.MustPolicy("replicas", limiter.PerHour(limit))

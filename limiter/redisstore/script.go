@@ -23,7 +23,7 @@ var takeHash = redis.NewScript(takeSource).Hash()
 // as it needs. pols is scratch for the policies, returned for reuse.
 func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []string, pols []*limiter.Policy) ([]any, []*limiter.Policy) {
 	clock := "a"
-	if c.clock == ServerClock {
+	if c.clock == serverClock {
 		clock = "s"
 	}
 	// A linear search: a call's policies are few (one, usually); a
@@ -49,7 +49,7 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 		if len(pols) > 1 {
 			dst = append(dst, slices.Index(pols, req.Policy)+1)
 		}
-		if c.clock == AppClock {
+		if c.clock == appClock {
 			dst = append(dst, req.Now.UnixMilli())
 		}
 		switch {
@@ -67,8 +67,8 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 // A result is what the script found for one request.
 type result struct {
 	allowed bool
-	at      int64 // the instant decided at, ms (ServerClock)
-	sec     int64 // TIME (ServerClock)
+	at      int64 // the instant decided at, ms (serverClock)
+	sec     int64 // TIME (serverClock)
 	usec    int64
 	counts  [limiter.MaxWindows]int64 // before the request; -1 if corrupt
 	granted int64                     // units leased beside the request
@@ -84,7 +84,7 @@ type result struct {
 func (c *config) decide(req *limiter.Request, r *result) ([limiter.MaxWindows]limiter.State, limiter.Decision, time.Time, error) {
 	p := req.Policy
 	now := req.Now
-	if c.clock == ServerClock {
+	if c.clock == serverClock {
 		if r.at == r.sec*1000+r.usec/1000 {
 			now = time.Unix(r.sec, r.usec*1000)
 		} else {

@@ -17,7 +17,7 @@ import (
 // entries its user finds stale (see room); if it is still full, the new
 // key is not kept, and its requests go to Redis as if there were no table.
 //
-// Under ServerClock an entry's windows are Redis's, and the application's
+// Under serverClock an entry's windows are Redis's, and the application's
 // clock says nothing about them: an app clock stepped back would keep a
 // key refused, or a lease valid, after Redis's window ended, for as long
 // as the step. Such entries map Redis's time onto mono, which no step
@@ -26,7 +26,7 @@ type shardedMap[V any] struct {
 	seed     maphash.Seed
 	shards   [nShards]shard[V]
 	perShard int
-	server   bool                 // ServerClock: entries age on mono
+	server   bool                 // serverClock: entries age on mono
 	mono     func() time.Duration // monotonic time; a test may set it
 }
 

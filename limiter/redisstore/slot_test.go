@@ -66,7 +66,7 @@ func FuzzKeySlot(f *testing.F) {
 		if key == "" {
 			return
 		}
-		k := appendKeys(nil, defaultPrefix, key, kc.get(p), 1, AppClock, 0)[0]
+		k := appendKeys(nil, defaultPrefix, key, kc.get(p), 1, appClock, 0)[0]
 		if got, want := requestSlot(key), keySlot(k); got != want {
 			t.Fatalf("requestSlot(%q) = %d, keySlot(%q) = %d", key, got, k, want)
 		}

@@ -52,7 +52,7 @@ func TestServerClockSteppedBack(t *testing.T) {
 			p := tc.p
 			i := p.NumRates() - 1 // the minute
 			awaitServerWindow(t, c, time.Minute)
-			s := newStore(t, c, WithClockSource(ServerClock), WithExpiryMargin(margin), WithOverLimitCache(0))
+			s := newStore(t, c, withClockSource(serverClock), WithExpiryMargin(margin), WithOverLimitCache(0))
 			l := newLimiter(t, p, s, limitertest.New(t0))
 			key := keyOf(s, "k", p, i, t0)
 			tm, err := c.Time(ctx).Result()
@@ -108,7 +108,7 @@ func TestServerClockSteppedBack(t *testing.T) {
 	}
 }
 
-// TestAppClockStepBounded: under AppClock the window id is in the key
+// TestAppClockStepBounded: under appClock the window id is in the key
 // name and expiry is relative (the window's remainder plus the margin,
 // on Redis's clock), so a stepped application clock touches other keys
 // and whatever it writes there dies within one window and the margin:

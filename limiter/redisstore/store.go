@@ -104,8 +104,8 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if err := checkContextTimeout(client); err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == ServerClock)}
-	s.leases = newLeases(cfg.lease, defaultLeaseKeys, cfg.clock == ServerClock)
+	s := &Store{client: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == serverClock)}
+	s.leases = newLeases(cfg.lease, defaultLeaseKeys, cfg.clock == serverClock)
 	s.path = cfg.path
 	if s.path == pathByClient {
 		s.path = pathFor(client)
@@ -389,8 +389,8 @@ func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
 // cache of this store: once it returns, this store admits the key's next
 // request, even if a decision that started before Reset answers after it.
 // Other replicas' over-limit caches keep refusing the key until the window
-// they saw full ends. Under AppClock the current windows are found with
-// now, the limiter's instant, and the windows either side of them are
+// they saw full ends. On the limiter's clock (the default) the current
+// windows are found with now, its instant, and the windows either side of them are
 // deleted too, for replicas whose clocks differ.
 func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now time.Time) error {
 	switch {
@@ -406,13 +406,13 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now ti
 	pk := s.keys.get(p)
 	n := p.NumRates()
 	var keys []string
-	if s.cfg.clock == ServerClock {
-		keys = appendKeys(nil, s.cfg.prefix, key, pk, n, ServerClock, 0)
+	if s.cfg.clock == serverClock {
+		keys = appendKeys(nil, s.cfg.prefix, key, pk, n, serverClock, 0)
 	} else {
 		ms := now.UnixMilli()
 		for i := range n {
 			for _, d := range []int64{-1, 0, 1} {
-				one := appendKeys(nil, s.cfg.prefix, key, pk, i+1, AppClock, ms+d*pk.wms[i])
+				one := appendKeys(nil, s.cfg.prefix, key, pk, i+1, appClock, ms+d*pk.wms[i])
 				keys = append(keys, one[i])
 			}
 		}

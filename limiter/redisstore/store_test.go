@@ -36,7 +36,7 @@ func TestNewValidates(t *testing.T) {
 		{"divisor_without_fail_local", c, []Option{WithFallbackDivisor(3)}, ErrInvalidOption},
 		{"divisor_with_fail_open", c, []Option{WithFailurePolicy(FailOpen), WithFallbackDivisor(3)}, ErrInvalidOption},
 		{"unknown_failure_policy", c, []Option{WithFailurePolicy(9)}, ErrInvalidOption},
-		{"unknown_clock", c, []Option{WithClockSource(9)}, ErrInvalidOption},
+		{"unknown_clock", c, []Option{withClockSource(9)}, ErrInvalidOption},
 		{"breaker_zero_failures", c, []Option{WithBreaker(0, time.Second)}, ErrInvalidOption},
 		{"negative_cache", c, []Option{WithOverLimitCache(-1)}, ErrInvalidOption},
 		{"zero_batch", c, []Option{withBatching(0, 1)}, ErrInvalidOption},
@@ -85,7 +85,7 @@ func TestTakeRejectsBadRequests(t *testing.T) {
 }
 
 // TestKeyLayout checks the documented keys: prefix, hash tag, policy id,
-// window, and (AppClock) window id; and the value kept in each.
+// window, and (appClock) window id; and the value kept in each.
 func TestKeyLayout(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
@@ -93,25 +93,25 @@ func TestKeyLayout(t *testing.T) {
 	at := t0.Add(1500 * time.Millisecond)
 	for _, tc := range []struct {
 		name  string
-		clock ClockSource
+		clock clockSource
 		key   string
 		want  []string
 	}{
-		{"app_clock", AppClock, "alice", []string{
+		{"app_clock", appClock, "alice", []string{
 			"{alice}:api:100/60000:5/1000:60000:" + strconv.FormatInt(at.UnixMilli()/60000, 10),
 			"{alice}:api:100/60000:5/1000:1000:" + strconv.FormatInt(at.UnixMilli()/1000, 10),
 		}},
-		{"server_clock", ServerClock, "alice", []string{
+		{"server_clock", serverClock, "alice", []string{
 			"{alice}:api:100/60000:5/1000:60000",
 			"{alice}:api:100/60000:5/1000:1000",
 		}},
-		{"braces_escaped", AppClock, "a}b{%", []string{
+		{"braces_escaped", appClock, "a}b{%", []string{
 			"{a%7Db%7B%25}:api:100/60000:5/1000:60000:" + strconv.FormatInt(at.UnixMilli()/60000, 10),
 			"{a%7Db%7B%25}:api:100/60000:5/1000:1000:" + strconv.FormatInt(at.UnixMilli()/1000, 10),
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStore(t, c, WithClockSource(tc.clock))
+			s := newStore(t, c, withClockSource(tc.clock))
 			if _, err := s.Take(ctx, limiter.Request{Key: tc.key, Policy: p, Now: at, Cost: 2}); err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestKeyLayout(t *testing.T) {
 				full := s.cfg.prefix + k
 				var got string
 				var err error
-				if tc.clock == ServerClock {
+				if tc.clock == serverClock {
 					got, err = c.HGet(ctx, full, "c").Result()
 				} else {
 					got, err = c.Get(ctx, full).Result()
@@ -132,7 +132,7 @@ func TestKeyLayout(t *testing.T) {
 	}
 }
 
-// keyOf returns the AppClock key of p's window i for key at instant at.
+// keyOf returns the appClock key of p's window i for key at instant at.
 func keyOf(s *Store, key string, p *limiter.Policy, i int, at time.Time) string {
 	pk := s.keys.get(p)
 	return appendKeys(nil, s.cfg.prefix, key, pk, i+1, s.cfg.clock, at.UnixMilli())[i]
@@ -145,12 +145,12 @@ func TestExpirySetOnce(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
 	p := limiter.MustPolicy("ttl", limiter.PerMinute(1000))
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		t.Run(clock.String(), func(t *testing.T) {
-			if clock == ServerClock {
+			if clock == serverClock {
 				awaitServerWindow(t, c, time.Minute)
 			}
-			s := newStore(t, c, WithClockSource(clock), WithExpiryMargin(2*time.Second))
+			s := newStore(t, c, withClockSource(clock), WithExpiryMargin(2*time.Second))
 			clk := limitertest.New(t0)
 			l := newLimiter(t, p, s, clk)
 			if _, err := l.Allow(ctx, "k", 1); err != nil {
@@ -166,11 +166,11 @@ func TestExpirySetOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			switch clock {
-			case AppClock: // created at the window's start: 60s + 2s
+			case appClock: // created at the window's start: 60s + 2s
 				if ttl <= 61*time.Second || ttl > 62*time.Second {
 					t.Fatalf("PTTL after creation: got %v, want in (61s, 62s]", ttl)
 				}
-			case ServerClock: // Redis's window end + 2s
+			case serverClock: // Redis's window end + 2s
 				if ms := first.Milliseconds(); ms%60000 != 2000 {
 					t.Fatalf("PEXPIRETIME %d: got %d ms past a minute, want 2000", ms, ms%60000)
 				}
@@ -195,12 +195,12 @@ func TestRefusalWritesNothing(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
 	p := limiter.MustPolicy("deny", limiter.PerMinute(5), limiter.PerSecond(3))
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		t.Run(clock.String(), func(t *testing.T) {
-			if clock == ServerClock {
+			if clock == serverClock {
 				awaitServerWindow(t, c, time.Second)
 			}
-			s := newStore(t, c, WithClockSource(clock), WithOverLimitCache(0))
+			s := newStore(t, c, withClockSource(clock), WithOverLimitCache(0))
 			clk := limitertest.New(t0)
 			l := newLimiter(t, p, s, clk)
 			if d, err := l.Allow(ctx, "k", 2); err != nil || !d.Allowed {
@@ -211,7 +211,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 				for i := range 2 {
 					k := keyOf(s, "k", p, i, t0)
 					var v string
-					if clock == ServerClock {
+					if clock == serverClock {
 						v = c.HGet(ctx, k, "c").Val()
 					} else {
 						v = c.Get(ctx, k).Val()
@@ -260,17 +260,17 @@ func TestRepairsKeyWithoutExpiry(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
 	p := limiter.MustPolicy("repair", limiter.PerMinute(2))
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		for _, refused := range []bool{false, true} {
 			name := clock.String() + "/admitted"
 			if refused {
 				name = clock.String() + "/refused"
 			}
 			t.Run(name, func(t *testing.T) {
-				if clock == ServerClock {
+				if clock == serverClock {
 					awaitServerWindow(t, c, time.Minute)
 				}
-				s := newStore(t, c, WithClockSource(clock), WithOverLimitCache(0))
+				s := newStore(t, c, withClockSource(clock), WithOverLimitCache(0))
 				clk := limitertest.New(t0.Add(10 * time.Second))
 				l := newLimiter(t, p, s, clk)
 				n := 1
@@ -295,13 +295,13 @@ func TestRepairsKeyWithoutExpiry(t *testing.T) {
 					t.Fatalf("Allow: got %+v, %v; want allowed=%v", d, err, !refused)
 				}
 				got := c.PExpireTime(ctx, key).Val()
-				if clock == ServerClock && got != want {
+				if clock == serverClock && got != want {
 					t.Fatalf("repaired PEXPIRETIME: got %v, want %v", got, want)
 				}
-				// AppClock derives the expiry from the request's instant:
+				// appClock derives the expiry from the request's instant:
 				// the same instant here, so it lands within the time the
 				// calls took.
-				if clock == AppClock && (got < want || got > want+time.Second) {
+				if clock == appClock && (got < want || got > want+time.Second) {
 					t.Fatalf("repaired PEXPIRETIME: got %v, want about %v", got, want)
 				}
 			})
@@ -343,13 +343,13 @@ func TestReset(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
 	p := limiter.MustPolicy("reset", limiter.PerMinute(2))
-	for _, clock := range []ClockSource{AppClock, ServerClock} {
+	for _, clock := range []clockSource{appClock, serverClock} {
 		t.Run(clock.String(), func(t *testing.T) {
-			if clock == ServerClock {
+			if clock == serverClock {
 				awaitServerWindow(t, c, time.Minute)
 			}
 			clk := limitertest.New(t0.Add(time.Second))
-			s := newStore(t, c, WithClockSource(clock))
+			s := newStore(t, c, withClockSource(clock))
 			l := newLimiter(t, p, s, clk)
 			for range 3 {
 				if _, err := l.Allow(ctx, "k", 1); err != nil {
