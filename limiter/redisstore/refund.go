@@ -28,19 +28,12 @@ var refundHash = redis.NewScript(refundSource).Hash()
 // caches keep refusing it until the window they saw full ends, as after
 // Reset.
 func (s *Store) Refund(ctx context.Context, req limiter.Request, d limiter.Decision) error {
-	if s.closed.Load() {
-		return limiter.ErrClosed
+	if err := s.check(&req); err != nil {
+		return err
 	}
-	if req.Policy == nil || req.Policy.NumRates() == 0 {
-		return fmt.Errorf("%w: nil or zero Policy", limiter.ErrInvalidPolicy)
-	}
-	if req.Cost <= 0 {
-		return limiter.ErrInvalidCost
-	}
-	if req.Key == "" {
-		return limiter.ErrInvalidKey
-	}
-	if s.fallback != nil && d.Policy != nil && d.Policy != req.Policy && d.Policy == s.fallbackPolicy(req.Policy) {
+	// Redis's decisions carry req.Policy itself; the fallback's, a policy
+	// of its own (fallbackPolicy).
+	if s.fallback != nil && d.Policy != nil && d.Policy != req.Policy {
 		fr := req
 		fr.Policy = d.Policy
 		return s.fallback.Refund(ctx, fr, d)

@@ -263,24 +263,32 @@ func TestRefundFailLocal(t *testing.T) {
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
 	t.Cleanup(func() { down.Close() })
 	p := limiter.MustPolicy("refund-local", limiter.PerMinute(4))
-	s := newStore(t, down, WithFailurePolicy(FailLocal), WithFallbackDivisor(2), WithTimeout(100*time.Millisecond))
-	l := newLimiter(t, p, s, limitertest.New(t0))
-	var last limiter.Decision
-	for i := range 2 { // the fallback's limit: 4/2
-		d, err := l.Allow(ctx, "k", 1)
-		if err != nil || !d.Allowed {
-			t.Fatalf("request %d: %+v, %v", i, d, err)
+	// Divisor 1 too: the fallback's policy then has the limits, and the
+	// id, of Redis's, and its decisions must still be told apart.
+	for _, div := range []int{2, 1} {
+		opts := []Option{WithFailurePolicy(FailLocal), WithTimeout(100 * time.Millisecond)}
+		if div != 1 {
+			opts = append(opts, WithFallbackDivisor(div))
 		}
-		last = d
-	}
-	if d, _ := l.Allow(ctx, "k", 1); d.Allowed {
-		t.Fatalf("over the fallback's limit: %+v", d)
-	}
-	if err := l.Refund(ctx, "k", 1, last); err != nil {
-		t.Fatalf("refund to the fallback: %v", err)
-	}
-	if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
-		t.Fatalf("after the refund: %+v, %v; want admitted by the fallback", d, err)
+		s := newStore(t, down, opts...)
+		l := newLimiter(t, p, s, limitertest.New(t0))
+		var last limiter.Decision
+		for i := range 4 / div { // the fallback's limit
+			d, err := l.Allow(ctx, "k", 1)
+			if err != nil || !d.Allowed {
+				t.Fatalf("divisor %d, request %d: %+v, %v", div, i, d, err)
+			}
+			last = d
+		}
+		if d, _ := l.Allow(ctx, "k", 1); d.Allowed {
+			t.Fatalf("divisor %d: over the fallback's limit: %+v", div, d)
+		}
+		if err := l.Refund(ctx, "k", 1, last); err != nil {
+			t.Fatalf("divisor %d: refund to the fallback: %v", div, err)
+		}
+		if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+			t.Fatalf("divisor %d: after the refund: %+v, %v; want admitted by the fallback", div, d, err)
+		}
 	}
 
 	open := newStore(t, down, WithFailurePolicy(FailOpen), WithTimeout(100*time.Millisecond))

@@ -216,6 +216,21 @@ func checkContextTimeout(c redis.UniversalClient) error {
 	return nil
 }
 
+// check reports what no store should be asked, for Take and Refund.
+func (s *Store) check(req *limiter.Request) error {
+	switch {
+	case s.closed.Load():
+		return limiter.ErrClosed
+	case req.Policy == nil || req.Policy.NumRates() == 0:
+		return fmt.Errorf("%w: nil or zero Policy", limiter.ErrInvalidPolicy)
+	case req.Cost <= 0:
+		return limiter.ErrInvalidCost
+	case req.Key == "":
+		return limiter.ErrInvalidKey
+	}
+	return nil
+}
+
 // Take decides one request: from this replica's lease for the key when it
 // holds one (WithLeases), else from the over-limit cache when the key is
 // known to be over its limit in this window, else in a script call shared
@@ -228,19 +243,12 @@ func checkContextTimeout(c redis.UniversalClient) error {
 // been given up on. It is charged at most once: go-redis never sends a
 // script call twice.
 func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
-	switch {
-	case s.closed.Load():
-		return limiter.Decision{}, limiter.ErrClosed
-	case req.Policy == nil || req.Policy.NumRates() == 0:
-		return limiter.Decision{}, fmt.Errorf("%w: nil or zero Policy", limiter.ErrInvalidPolicy)
-	case req.Cost <= 0:
-		return limiter.Decision{}, limiter.ErrInvalidCost
-	case req.Key == "":
-		return limiter.Decision{}, limiter.ErrInvalidKey
+	if err := s.check(&req); err != nil {
+		return limiter.Decision{}, err
 	}
+	// One deadline for the whole decision, waiting for a lease included.
 	// A lease in hand decides first, even when the over-limit cache knows
 	// the window full (this replica's own lease may have filled it).
-	// One deadline for the whole decision, waiting for a lease included.
 	deadline := time.Now().Add(s.cfg.timeout)
 	d, tk, ok, err := s.leases.take(ctx, &req, deadline)
 	if ok {
@@ -368,10 +376,11 @@ func (s *Store) degrade(ctx context.Context, req *limiter.Request, err error) (l
 }
 
 // fallbackPolicy returns p with every limit divided by the divisor.
+//
+// It is a policy of its own even when the divisor is 1 (the same id, so
+// the same counts), so that a decision it made is told from Redis's by
+// its Policy: Refund returns such a charge to the fallback.
 func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
-	if s.cfg.divisor == 1 {
-		return p
-	}
 	return s.fbPolicies.get(p, func(p *limiter.Policy) *limiter.Policy {
 		rates := p.Rates()
 		for i := range rates {
