@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkWrite(b *testing.B) {
 		var prior [limiter.MaxWindows]limiter.State
 		if !allowed {
 			for i := range p.NumRates() {
-				id, _, _ := limiter.WindowID(at.UnixMilli(), p.Rate(i).Window.Milliseconds())
+				id, _, _ := window.ID(at.UnixMilli(), p.Rate(i).Window.Milliseconds())
 				prior[i] = limiter.State{Window: id, Count: p.Rate(i).Limit}
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -60,7 +61,7 @@ func FuzzWrite(f *testing.F) {
 		now := time.Unix(0, nowNs)
 		var prior [limiter.MaxWindows]limiter.State
 		for i := range p.NumRates() {
-			id, _, _ := limiter.WindowID(now.UnixMilli(), p.Rate(i).Window.Milliseconds())
+			id, _, _ := window.ID(now.UnixMilli(), p.Rate(i).Window.Milliseconds())
 			prior[i] = limiter.State{Window: id, Count: count}
 		}
 		_, d := limiter.Decide(p, prior, now, cost)

@@ -117,8 +117,8 @@ func BenchmarkHeapPerKey(b *testing.B) {
 		}
 		perKey = float64(liveHeap()-before) / n
 		runtime.KeepAlive(st)
-		if st.Len() != n {
-			b.Fatalf("store holds %d keys, want %d", st.Len(), n)
+		if st.Stats().Keys != n {
+			b.Fatalf("store holds %d keys, want %d", st.Stats().Keys, n)
 		}
 		st.Close()
 	}

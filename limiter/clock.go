@@ -7,8 +7,7 @@ type Clock interface {
 	Now() time.Time
 }
 
-// SystemClock is the wall clock. The zero value is ready to use.
-type SystemClock struct{}
+// systemClock is the wall clock, the default.
+type systemClock struct{}
 
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
+func (systemClock) Now() time.Time { return time.Now() }

@@ -3,6 +3,8 @@ package limiter
 import (
 	"math"
 	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/window"
 )
 
 // State is what a store keeps for one key in one window: 16 bytes.
@@ -17,18 +19,6 @@ type State struct {
 // msBound keeps instants within ±2^62 ms (146 million years) so that no
 // window arithmetic can overflow.
 const msBound = 1 << 62
-
-// WindowID returns the id of the window of length windowMs that holds the
-// instant ms (Unix milliseconds), and that window's start and end. Division
-// floors, so instants before 1970 get ids that still increase with time.
-func WindowID(ms, windowMs int64) (id, start, end int64) {
-	id = ms / windowMs
-	if ms%windowMs < 0 {
-		id--
-	}
-	start = id * windowMs
-	return id, start, start + windowMs
-}
 
 // Decide is the fixed-window rule as a pure function. Given a policy, the
 // stored state of each of its windows for one key (prior[i] belongs to
@@ -68,7 +58,7 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 			end = st.Window*sp.ms + sp.ms
 		} else {
 			var id int64
-			id, _, end = WindowID(ms, sp.ms)
+			id, _, end = window.ID(ms, sp.ms)
 			if st.Window != id {
 				st = State{Window: id}
 			}

@@ -4,60 +4,15 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/window"
 )
-
-func TestWindowID(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name              string
-		ms, windowMs      int64
-		wantID, wantStart int64
-		wantEnd           int64
-	}{
-		{"epoch", 0, 1000, 0, 0, 1000},
-		{"inside_first", 999, 1000, 0, 0, 1000},
-		{"second_window", 1000, 1000, 1, 1000, 2000},
-		{"just_before_epoch", -1, 1000, -1, -1000, 0},
-		{"one_window_before_epoch", -1000, 1000, -1, -1000, 0},
-		{"just_past_one_before", -1001, 1000, -2, -2000, -1000},
-		{"minute_2026", time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC).UnixMilli(), 60000,
-			time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC).UnixMilli() / 60000,
-			time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC).UnixMilli(),
-			time.Date(2026, 7, 31, 12, 1, 0, 0, time.UTC).UnixMilli()},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			id, start, end := WindowID(tt.ms, tt.windowMs)
-			if id != tt.wantID || start != tt.wantStart || end != tt.wantEnd {
-				t.Errorf("WindowID(%d, %d) = (%d, %d, %d), want (%d, %d, %d)",
-					tt.ms, tt.windowMs, id, start, end, tt.wantID, tt.wantStart, tt.wantEnd)
-			}
-		})
-	}
-}
-
-// TestWindowIDMonotonicAcrossEpoch checks that ids never decrease as time
-// moves forward through 1970, where truncating division would repeat id 0.
-func TestWindowIDMonotonicAcrossEpoch(t *testing.T) {
-	t.Parallel()
-	prev, _, _ := WindowID(-5000, 1000)
-	for ms := int64(-5000); ms <= 5000; ms++ {
-		id, start, end := WindowID(ms, 1000)
-		if id < prev || id > prev+1 {
-			t.Fatalf("WindowID(%d) = %d after %d", ms, id, prev)
-		}
-		if ms < start || ms >= end {
-			t.Fatalf("WindowID(%d): instant outside [%d, %d)", ms, start, end)
-		}
-		prev = id
-	}
-}
 
 func TestDecide(t *testing.T) {
 	t.Parallel()
 	minute := MustPolicy("m", Rate{Limit: 10, Window: time.Minute})
 	at := time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)
-	cur, _, _ := WindowID(at.UnixMilli(), 60000)
+	cur, _, _ := window.ID(at.UnixMilli(), 60000)
 	reset := time.Date(2026, 7, 31, 12, 1, 0, 0, time.UTC)
 	tests := []struct {
 		name          string
@@ -131,8 +86,8 @@ func TestDecideLayered(t *testing.T) {
 	p := MustPolicy("api", PerMinute(100), PerSecond(5))
 	at := time.Date(2026, 7, 31, 12, 0, 30, 100*int(time.Millisecond), time.UTC)
 	ms := at.UnixMilli()
-	minID, _, _ := WindowID(ms, 60000)
-	secID, _, _ := WindowID(ms, 1000)
+	minID, _, _ := window.ID(ms, 60000)
+	secID, _, _ := window.ID(ms, 1000)
 	tests := []struct {
 		name             string
 		minCount, secCnt int64
@@ -159,9 +114,8 @@ func TestDecideLayered(t *testing.T) {
 			if next[0].Count != tt.wantMin || next[1].Count != tt.wantSec {
 				t.Errorf("next counts = (%d, %d), want (%d, %d)", next[0].Count, next[1].Count, tt.wantMin, tt.wantSec)
 			}
-			ws := d.Windows()
-			if len(ws) != 2 || ws[0].Window != time.Minute || ws[1].Window != time.Second {
-				t.Fatalf("Windows() = %+v, want minute then second", ws)
+			if d.NumWindows() != 2 || d.WindowAt(0).Window != time.Minute || d.WindowAt(1).Window != time.Second {
+				t.Fatalf("%d windows, want 2: minute then second", d.NumWindows())
 			}
 		})
 	}
@@ -207,11 +161,11 @@ func FuzzDecide(f *testing.F) {
 			next, d := Decide(p, state, now, cost)
 			ms := now.UnixMilli()
 			for i, r := range p.rates {
-				id, _, end := WindowID(ms, r.Window.Milliseconds())
+				id, _, end := window.ID(ms, r.Window.Milliseconds())
 				if next[i].Window != id {
 					t.Fatalf("next[%d].Window = %d, want %d", i, next[i].Window, id)
 				}
-				ws := d.Windows()[i]
+				ws := d.WindowAt(i)
 				if ws.Remaining < 0 || ws.Remaining > r.Limit {
 					t.Fatalf("window %v remaining %d outside [0, %d]", r.Window, ws.Remaining, r.Limit)
 				}

@@ -3,6 +3,8 @@ package limiter
 import (
 	"fmt"
 	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/window"
 )
 
 // A Decision is the answer to one request: admitted or not, and what the
@@ -116,20 +118,10 @@ func (d *Decision) NumWindows() int {
 }
 
 // WindowAt returns the status of window i, in the order of the policy's
-// rates, after the decision. It panics if i is out of range. Unlike
-// Windows it allocates nothing.
+// rates, after the decision, for i from 0 to NumWindows()-1; it panics
+// if i is out of range. It allocates nothing.
 func (d *Decision) WindowAt(i int) WindowStatus {
 	r := d.Policy.rates[i]
-	_, _, end := WindowID(d.nowMs, r.Window.Milliseconds())
+	_, _, end := window.ID(d.nowMs, r.Window.Milliseconds())
 	return WindowStatus{Limit: r.Limit, Remaining: d.remaining[i], Window: r.Window, resetMs: end}
-}
-
-// Windows returns the status of every window, in the order of the policy's
-// rates, in a new slice.
-func (d *Decision) Windows() []WindowStatus {
-	ws := make([]WindowStatus, d.NumWindows())
-	for i := range ws {
-		ws[i] = d.WindowAt(i)
-	}
-	return ws
 }

@@ -42,8 +42,8 @@ func TestMemoryStoreFloodKeepsSpentBudgets(t *testing.T) {
 			t.Fatalf("fresh key %d refused", i)
 		}
 	}
-	if got, want := st.Evictions(), uint64(clients+2*bound-bound); got != want {
-		t.Fatalf("Evictions() = %d, want %d (every counter past the bound evicts one)", got, want)
+	if got, want := st.Stats().Evictions, uint64(clients+2*bound-bound); got != want {
+		t.Fatalf("Evictions = %d, want %d (every counter past the bound evicts one)", got, want)
 	}
 	again := 0
 	for i := range clients {
@@ -81,7 +81,7 @@ func TestMemoryStoreFloodAttackerStaysSpent(t *testing.T) {
 	if extra != 0 {
 		t.Fatalf("got %d of the attacker's %d requests admitted past his limit, want 0", extra, 4*bound)
 	}
-	if st.Evictions() == 0 {
+	if st.Stats().Evictions == 0 {
 		t.Fatal("the flood evicted nothing: the store was not at its bound")
 	}
 }
@@ -106,8 +106,8 @@ func TestMemoryStoreLayeredFloodKeepsSpentBudgets(t *testing.T) {
 			t.Fatalf("fresh key %d refused", i)
 		}
 	}
-	if got, want := st.Evictions(), uint64(2*clients+2*bound-bound); got != want {
-		t.Fatalf("Evictions() = %d, want %d (every counter past the bound evicts one)", got, want)
+	if got, want := st.Stats().Evictions, uint64(2*clients+2*bound-bound); got != want {
+		t.Fatalf("Evictions = %d, want %d (every counter past the bound evicts one)", got, want)
 	}
 	again := 0
 	for i := range clients {
@@ -141,8 +141,8 @@ func TestMemoryStoreEvictsCheapestAcrossPolicies(t *testing.T) {
 	take(t, st, small, "half", noon) // 1 of 2
 	take(t, st, big, "light", noon)  // 1 of 1000
 	take(t, st, small, "new", noon)  // the store is full: one must go
-	if st.Evictions() != 1 {
-		t.Fatalf("Evictions() = %d, want 1", st.Evictions())
+	if st.Stats().Evictions != 1 {
+		t.Fatalf("Evictions = %d, want 1", st.Stats().Evictions)
 	}
 	for _, tt := range []struct {
 		key  string

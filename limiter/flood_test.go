@@ -37,8 +37,8 @@ func TestFloodMillionKeysAtDefaultBound(t *testing.T) {
 	if perKey > floodHeapBudget {
 		t.Errorf("store holds %.1f B per key, documented budget %d B", perKey, floodHeapBudget)
 	}
-	if st.Len() != n+1 || st.Evictions() != 0 {
-		t.Errorf("Len %d, Evictions %d; want %d and 0 below the bound", st.Len(), st.Evictions(), n+1)
+	if st.Stats().Keys != n+1 || st.Stats().Evictions != 0 {
+		t.Errorf("Len %d, Evictions %d; want %d and 0 below the bound", st.Stats().Keys, st.Stats().Evictions, n+1)
 	}
 	if d := take(t, st, p, legit, noon); d.Allowed {
 		t.Error("the legitimate client's exhausted quota was reset by the flood")
@@ -65,11 +65,11 @@ func TestFloodPastBoundEvictsAndCounts(t *testing.T) {
 			take(t, st, p, "flood-"+strconv.Itoa(i), noon)
 		}
 	}
-	if st.Len() != bound {
-		t.Errorf("Len %d, want the bound %d", st.Len(), bound)
+	if st.Stats().Keys != bound {
+		t.Errorf("Len %d, want the bound %d", st.Stats().Keys, bound)
 	}
-	if want := uint64(100*bound + 1 - bound); st.Evictions() != want {
-		t.Errorf("Evictions %d, want %d", st.Evictions(), want)
+	if want := uint64(100*bound + 1 - bound); st.Stats().Evictions != want {
+		t.Errorf("Evictions %d, want %d", st.Stats().Evictions, want)
 	}
 	// Each eviction in the client's shard takes it with probability
 	// 1/256; after ~25,000 of them it survives with probability e^-100.

@@ -67,11 +67,11 @@ func WithStore(s Store) Option {
 	return func(c *config) { c.store, c.storeSet = s, true }
 }
 
-// WithClock sets the clock (default SystemClock). Tests pass a fake clock
+// WithClock sets the clock (default: the system clock, time.Now). Tests pass a fake clock
 // (limitertest.Clock) to cross windows without sleeping. It is the only
 // clock to set: the store, the middleware and the headers take their
 // instants from the limiter's requests, never from clocks of their own.
-// With any clock but SystemClock, the default store runs no background
+// With any clock given, the default store runs no background
 // sweep, which would run on real time (see MemoryStore): past windows are
 // freed by the requests that touch them.
 func WithClock(clk Clock) Option {
@@ -85,7 +85,7 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	c := config{clock: SystemClock{}}
+	c := config{clock: systemClock{}}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
@@ -101,7 +101,7 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 	l := &Limiter{policy: p, store: c.store, clock: c.clock}
 	if l.store == nil {
 		var mopts []MemoryOption
-		if !isSystemClock(l.clock) {
+		if c.clockSet {
 			// The background sweep runs on real time (see MemoryStore):
 			// under a fake clock standing still it would free the window
 			// the clock is in.
@@ -114,14 +114,6 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 		l.store, l.owned = s, s
 	}
 	return l, nil
-}
-
-func isSystemClock(c Clock) bool {
-	switch c.(type) {
-	case SystemClock, *SystemClock:
-		return true
-	}
-	return false
 }
 
 // Allow decides whether key may spend cost now, and charges it if so. A
@@ -218,9 +210,6 @@ func (l *Limiter) Policy() *Policy { return l.policy }
 // Clock returns the limiter's clock, the one clock its requests are
 // decided by. The middleware reads it to date requests for AllowAt.
 func (l *Limiter) Clock() Clock { return l.clock }
-
-// Store returns the limiter's store.
-func (l *Limiter) Store() Store { return l.store }
 
 // Close ends the limiter: later calls return ErrClosed. It also closes the
 // default store if the limiter made it; a store passed with WithStore is

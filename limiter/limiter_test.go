@@ -139,7 +139,7 @@ func TestAllowInvalidCostCreatesNoState(t *testing.T) {
 		if _, err := l.Peek(context.Background(), "user-1", cost); !errors.Is(err, ErrInvalidCost) {
 			t.Errorf("Peek(cost %d) error = %v, want ErrInvalidCost", cost, err)
 		}
-		if n := st.Len(); n != 0 {
+		if n := st.Stats().Keys; n != 0 {
 			t.Errorf("cost %d left %d counters, want 0", cost, n)
 		}
 	}
@@ -152,8 +152,8 @@ func TestAllowOversizedCostDeniedWithoutCharge(t *testing.T) {
 	if d.Allowed || d.Remaining != 10 {
 		t.Fatalf("cost 11 of 10: %+v, want denied with 10 remaining", d)
 	}
-	if st.Len() != 0 {
-		t.Fatalf("denied oversized cost created %d counters", st.Len())
+	if st.Stats().Keys != 0 {
+		t.Fatalf("denied oversized cost created %d counters", st.Stats().Keys)
 	}
 	if d := allow(t, l, "user-1", 10); !d.Allowed || d.Remaining != 0 {
 		t.Fatalf("cost 10 after: %+v, want allowed, 0 remaining", d)
@@ -191,8 +191,8 @@ func TestAllowCancelledContextCreatesNoState(t *testing.T) {
 	if err := l.Reset(ctx, "user-1"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Reset on cancelled context: %v, want context.Canceled", err)
 	}
-	if st.Len() != 0 {
-		t.Fatalf("cancelled call created %d counters", st.Len())
+	if st.Stats().Keys != 0 {
+		t.Fatalf("cancelled call created %d counters", st.Stats().Keys)
 	}
 }
 
@@ -205,7 +205,7 @@ func TestAllowEmptyKeyRefused(t *testing.T) {
 	if err := l.Reset(context.Background(), ""); !errors.Is(err, ErrInvalidKey) {
 		t.Fatalf("Reset(\"\") = %v, want ErrInvalidKey", err)
 	}
-	if st.Len() != 0 {
+	if st.Stats().Keys != 0 {
 		t.Fatal("empty key created state")
 	}
 }
@@ -240,8 +240,8 @@ func TestLayeredAllOrNothing(t *testing.T) {
 	if d.Allowed || d.Window != time.Second || d.RetryAfter != time.Second {
 		t.Fatalf("4th in one second: %+v, want refused by the 1s window, retry 1s", d)
 	}
-	if ws := d.Windows(); ws[0].Remaining != 4 {
-		t.Fatalf("the refused request charged the minute window: remaining %d, want 4", ws[0].Remaining)
+	if ws := d.WindowAt(0); ws.Remaining != 4 {
+		t.Fatalf("the refused request charged the minute window: remaining %d, want 4", ws.Remaining)
 	}
 	clk.Advance(time.Second)
 	for range 3 {
@@ -253,8 +253,8 @@ func TestLayeredAllOrNothing(t *testing.T) {
 	if d.Allowed || d.Window != time.Minute || d.RetryAfter != 58*time.Second {
 		t.Fatalf("8th in the minute: %+v, want refused by the minute window, retry 58s", d)
 	}
-	if ws := d.Windows(); ws[1].Remaining != 2 {
-		t.Fatalf("the refused request charged the second window: remaining %d, want 2", ws[1].Remaining)
+	if ws := d.WindowAt(1); ws.Remaining != 2 {
+		t.Fatalf("the refused request charged the second window: remaining %d, want 2", ws.Remaining)
 	}
 }
 
@@ -267,7 +267,7 @@ func TestPeekChargesNothing(t *testing.T) {
 			t.Fatalf("Peek: %+v, %v; want allowed, 9 remaining", d, err)
 		}
 	}
-	if st.Len() != 0 {
+	if st.Stats().Keys != 0 {
 		t.Fatal("Peek created state")
 	}
 	allow(t, l, "k", 10)
@@ -529,12 +529,12 @@ func TestNewWithSystemClockSweeps(t *testing.T) {
 		}
 		defer l.Close()
 		allow(t, l, "k", 1)
-		if n := l.owned.Len(); n != 1 {
+		if n := l.owned.Stats().Keys; n != 1 {
 			t.Fatalf("after one request: %d counters held, want 1", n)
 		}
 		time.Sleep(3 * defaultSweepInterval)
 		synctest.Wait()
-		if n := l.owned.Len(); n != 0 {
+		if n := l.owned.Stats().Keys; n != 0 {
 			t.Fatalf("%v after the window ended, untouched: %d counters held, want 0", 3*defaultSweepInterval, n)
 		}
 	})

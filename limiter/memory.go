@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/window"
 )
 
 // Defaults of the in-memory store, each given in its option's doc.
@@ -58,13 +60,13 @@ const smallTable = 64
 // But the sweep runs on real time, not on the limiter's clock: under a
 // fake clock that stands still it would free a window the clock is still
 // in, admitting again a key whose budget the test had spent. So New makes
-// a limiter given any clock but SystemClock a store with no background
+// a limiter given a clock (WithClock) a store with no background
 // sweep, and a store made for a fake clock should be made with
 // WithSweepInterval(0). Without the sweep, tables are freed by the
 // requests that touch them, and by Sweep at an instant of the caller's.
 //
-// Memory is bounded by MaxKeys counters (a layered policy uses one counter
-// per window), enforced per shard as MaxKeys/Shards; the shard count is
+// Memory is bounded by WithMaxKeys counters (a layered policy uses one
+// counter per window), enforced per shard as MaxKeys/Shards; the shard count is
 // lowered if need be so that each shard holds at least MaxWindows. Keys
 // spread unevenly over shards, so the first shard fills a little before
 // the store does: with the defaults, when about 97% of MaxKeys are held.
@@ -80,7 +82,7 @@ const smallTable = 64
 // TestMemoryStoreFloodKeepsSpentBudgets -v -count 10 ./limiter/; more
 // in docs/memory-store.md). A flood whose keys each spend their budget is
 // as spent as the clients and still evicts them. Evictions are counted
-// (see Evictions): a store that evicts is too small for its traffic, or
+// (see Stats): a store that evicts is too small for its traffic, or
 // is being flooded.
 //
 // Keys are hashed with a per-store random seed, so a counter is a 16-byte
@@ -357,7 +359,7 @@ func (sh *memShard) drop(t *memTable, ms, mono int64) {
 // place puts t in the window of ms, an instant read at mono on the store's
 // monotonic clock.
 func (t *memTable) place(ms, mono int64) {
-	t.id, t.start, t.end = WindowID(ms, t.windowMs)
+	t.id, t.start, t.end = window.ID(ms, t.windowMs)
 	left := t.end - ms // in (0, windowMs]: a window may last 2^53 ms, too long for nanoseconds
 	if left > (math.MaxInt64-mono)/int64(time.Millisecond) {
 		t.deadline = math.MaxInt64
@@ -501,8 +503,8 @@ func (s *MemoryStore) Refund(ctx context.Context, req Request, d Decision) error
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	for i, sp := range p.spans {
-		id, _, _ := WindowID(d.nowMs, sp.ms)
-		if now, _, _ := WindowID(ms, sp.ms); now != id {
+		id, _, _ := window.ID(d.nowMs, sp.ms)
+		if now, _, _ := window.ID(ms, sp.ms); now != id {
 			continue // ended: a refund never lends to a later window
 		}
 		for _, t := range sh.tables {
@@ -517,8 +519,22 @@ func (s *MemoryStore) Refund(ctx context.Context, req Request, d Decision) error
 	return nil
 }
 
-// Len returns the number of counters held.
-func (s *MemoryStore) Len() int {
+// MemoryStats describes a MemoryStore's use of its bound.
+type MemoryStats struct {
+	// Keys is the number of counters held (one per window of a key's
+	// policy).
+	Keys int
+	// MaxKeys is the bound on counters held: WithMaxKeys as configured,
+	// rounded down to a multiple of the shard count.
+	MaxKeys int
+	// Evictions counts the current counters evicted to make room, each
+	// one a client whose budget started again early. A store that evicts
+	// is too small for its traffic, or is being flooded.
+	Evictions uint64
+}
+
+// Stats reports the counters held, the bound and the evictions so far.
+func (s *MemoryStore) Stats() MemoryStats {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
@@ -526,16 +542,8 @@ func (s *MemoryStore) Len() int {
 		n += sh.n
 		sh.mu.Unlock()
 	}
-	return n
+	return MemoryStats{Keys: n, MaxKeys: s.perShard * len(s.shards), Evictions: s.evictions.Load()}
 }
-
-// MaxKeys returns the bound on counters held: MaxKeys as configured,
-// rounded down to a multiple of the shard count.
-func (s *MemoryStore) MaxKeys() int { return s.perShard * len(s.shards) }
-
-// Evictions returns how many current counters were evicted to make room,
-// each one a client whose budget started again early.
-func (s *MemoryStore) Evictions() uint64 { return s.evictions.Load() }
 
 // Sweep frees the counters of every window that has passed by now, for
 // callers that disabled the background sweep or that want it done at a

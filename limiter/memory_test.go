@@ -71,8 +71,8 @@ func TestMemoryStoreShardsAndBound(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := newTestStore(t, WithMaxKeys(tt.maxKeys), WithShards(tt.shards))
-			if len(st.shards) != tt.wantShards || st.MaxKeys() != tt.wantMax {
-				t.Fatalf("shards %d, MaxKeys %d; want %d, %d", len(st.shards), st.MaxKeys(), tt.wantShards, tt.wantMax)
+			if len(st.shards) != tt.wantShards || st.Stats().MaxKeys != tt.wantMax {
+				t.Fatalf("shards %d, MaxKeys %d; want %d, %d", len(st.shards), st.Stats().MaxKeys, tt.wantShards, tt.wantMax)
 			}
 		})
 	}
@@ -90,11 +90,11 @@ func TestMemoryStoreFloodStaysAtBound(t *testing.T) {
 			t.Fatalf("fresh key %d refused", i)
 		}
 	}
-	if got := st.Len(); got != bound {
-		t.Fatalf("Len() = %d after a flood of %d keys, want the bound %d", got, 10*bound, bound)
+	if got := st.Stats().Keys; got != bound {
+		t.Fatalf("Keys = %d after a flood of %d keys, want the bound %d", got, 10*bound, bound)
 	}
-	if got, want := st.Evictions(), uint64(9*bound); got != want {
-		t.Fatalf("Evictions() = %d, want %d (every key past the bound evicts one)", got, want)
+	if got, want := st.Stats().Evictions, uint64(9*bound); got != want {
+		t.Fatalf("Evictions = %d, want %d (every key past the bound evicts one)", got, want)
 	}
 }
 
@@ -113,8 +113,8 @@ func TestMemoryStoreFullShardFreesPastWindowsFirst(t *testing.T) {
 	for i := range 4 {
 		take(t, st, minute, "late"+strconv.Itoa(i), later)
 	}
-	if st.Evictions() != 0 {
-		t.Fatalf("evicted %d current counters while past ones could be freed", st.Evictions())
+	if st.Stats().Evictions != 0 {
+		t.Fatalf("evicted %d current counters while past ones could be freed", st.Stats().Evictions)
 	}
 	if d := take(t, st, minute, "m0", later); d.Remaining != 3 {
 		t.Fatalf("m0 lost its count: remaining %d, want 3", d.Remaining)
@@ -136,8 +136,8 @@ func TestMemoryStoreFullShardFreesStaleFutureWindowsFirst(t *testing.T) {
 	for i := range 8 {
 		take(t, st, minute, "m"+strconv.Itoa(i), noon)
 	}
-	if st.Evictions() != 0 {
-		t.Fatalf("evicted %d current counters while the glitched hour's could be freed", st.Evictions())
+	if st.Stats().Evictions != 0 {
+		t.Fatalf("evicted %d current counters while the glitched hour's could be freed", st.Stats().Evictions)
 	}
 	if d := take(t, st, minute, "m0", noon); d.Remaining != 3 {
 		t.Fatalf("m0 lost its count: remaining %d, want 3", d.Remaining)
@@ -155,8 +155,8 @@ func TestMemoryStoreEvictionNeverTakesTheRequestingKey(t *testing.T) {
 			t.Fatalf("c refused: %+v", d)
 		}
 	}
-	if st.Len() != 4 || st.Evictions() != 2 {
-		t.Fatalf("Len %d, Evictions %d; want 4 and 2", st.Len(), st.Evictions())
+	if st.Stats().Keys != 4 || st.Stats().Evictions != 2 {
+		t.Fatalf("Len %d, Evictions %d; want 4 and 2", st.Stats().Keys, st.Stats().Evictions)
 	}
 	if d := take(t, st, p, "c", noon); d.Remaining != 2 {
 		t.Fatalf("c's own counters were evicted: remaining %d, want 2", d.Remaining)
@@ -170,16 +170,16 @@ func TestMemoryStoreRotationFreesPastWindow(t *testing.T) {
 	for i := range 100 {
 		take(t, st, p, "k"+strconv.Itoa(i), noon)
 	}
-	if st.Len() != 100 {
-		t.Fatalf("Len() = %d, want 100", st.Len())
+	if st.Stats().Keys != 100 {
+		t.Fatalf("Keys = %d, want 100", st.Stats().Keys)
 	}
 	st.Sweep(noon.Add(59 * time.Second))
-	if st.Len() != 100 {
-		t.Fatalf("Sweep inside the window freed counters: Len() = %d", st.Len())
+	if st.Stats().Keys != 100 {
+		t.Fatalf("Sweep inside the window freed counters: Keys = %d", st.Stats().Keys)
 	}
 	st.Sweep(noon.Add(time.Minute))
-	if st.Len() != 0 {
-		t.Fatalf("Sweep after the window left %d counters", st.Len())
+	if st.Stats().Keys != 0 {
+		t.Fatalf("Sweep after the window left %d counters", st.Stats().Keys)
 	}
 	if d := take(t, st, p, "k1", noon.Add(time.Minute)); d.Remaining != 4 {
 		t.Fatalf("k1 in the next window: remaining %d, want 4", d.Remaining)
@@ -218,7 +218,7 @@ func TestMemoryStoreSweepLoopKeepsRequestsTime(t *testing.T) {
 			time.Sleep(step.sleep)
 			synctest.Wait()
 			elapsed += step.sleep
-			if n := st.Len(); n != step.want {
+			if n := st.Stats().Keys; n != step.want {
 				t.Fatalf("%v after the requests: %d counters held, want %d", elapsed, n, step.want)
 			}
 		}
@@ -313,8 +313,8 @@ func TestMemoryStoreRefusesBadRequests(t *testing.T) {
 			if _, err := st.Take(context.Background(), tt.req); !errors.Is(err, tt.want) {
 				t.Fatalf("Take(%+v) = %v, want %v", tt.req, err, tt.want)
 			}
-			if st.Len() != 0 {
-				t.Fatalf("a refused request created %d counters", st.Len())
+			if st.Stats().Keys != 0 {
+				t.Fatalf("a refused request created %d counters", st.Stats().Keys)
 			}
 		})
 	}

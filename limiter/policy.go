@@ -170,13 +170,11 @@ func validateName(name string) error {
 // Name returns the policy's name.
 func (p *Policy) Name() string { return p.name }
 
-// Rates returns a copy of the policy's rates in the order given.
-func (p *Policy) Rates() []Rate { return append([]Rate(nil), p.rates...) }
-
 // NumRates returns how many windows the policy layers.
 func (p *Policy) NumRates() int { return len(p.rates) }
 
-// Rate returns the i'th rate.
+// Rate returns the i'th rate, in the order given to NewPolicy, for i
+// from 0 to NumRates()-1; it panics if i is out of range.
 func (p *Policy) Rate(i int) Rate { return p.rates[i] }
 
 // ID returns the canonical form of the policy, such as "api:100/60000:5/1000"

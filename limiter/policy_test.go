@@ -72,8 +72,8 @@ func TestPolicyAccessors(t *testing.T) {
 	if got, want := p.String(), "api: 100/1m0s + 5/1s"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
-	if p.NumRates() != 2 || p.Rate(0) != PerMinute(100) {
-		t.Errorf("rates = %v, want [100/1m 5/1s]", p.Rates())
+	if p.NumRates() != 2 || p.Rate(0) != PerMinute(100) || p.Rate(1) != PerSecond(5) {
+		t.Errorf("%d rates, want 2: 100/1m then 5/1s", p.NumRates())
 	}
 	if got := MustPolicy("", PerSecond(1)).Name(); got != "default" {
 		t.Errorf("Name() of unnamed policy = %q, want default", got)
@@ -110,7 +110,8 @@ func FuzzNewPolicy(f *testing.F) {
 			}
 			return
 		}
-		for _, r := range p.Rates() {
+		for i := range p.NumRates() {
+			r := p.Rate(i)
 			ms := r.Window.Milliseconds()
 			if r.Limit <= 0 || ms < 1 || r.Window%time.Millisecond != 0 {
 				t.Fatalf("accepted invalid rate %+v", r)

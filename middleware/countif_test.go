@@ -173,7 +173,7 @@ func TestCountIfRefundsEveryLimiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := d.Windows()
+	ws := []limiter.WindowStatus{d.WindowAt(0), d.WindowAt(1)}
 	if ws[0].Remaining != 8 || ws[1].Remaining != 0 {
 		t.Fatalf("per-ip windows after one failure: %+v, want 9 and 1 left (peek: 8 and 0)", ws)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
@@ -17,7 +18,7 @@ import (
 // used of p's first rate at now, asking for cost.
 func decision(p *limiter.Policy, used int64, now time.Time, cost int64) limiter.Decision {
 	var prior [limiter.MaxWindows]limiter.State
-	id, _, _ := limiter.WindowID(now.UnixMilli(), p.Rate(0).Window.Milliseconds())
+	id, _, _ := window.ID(now.UnixMilli(), p.Rate(0).Window.Milliseconds())
 	prior[0] = limiter.State{Window: id, Count: used}
 	_, d := limiter.Decide(p, prior, now, cost)
 	return d

@@ -8,6 +8,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/maypok86/otter/v2"
 )
@@ -70,8 +71,8 @@ func (s *OtterStore) Refund(ctx context.Context, req limiter.Request, d limiter.
 		}
 		for i := range req.Policy.NumRates() {
 			ms := req.Policy.Rate(i).Window.Milliseconds()
-			charged, _, _ := limiter.WindowID(d.DecidedAt().UnixMilli(), ms)
-			now, _, _ := limiter.WindowID(req.Now.UnixMilli(), ms)
+			charged, _, _ := window.ID(d.DecidedAt().UnixMilli(), ms)
+			now, _, _ := window.ID(req.Now.UnixMilli(), ms)
 			if old[i].Window == charged && now == charged {
 				old[i].Count = max(0, old[i].Count-req.Cost)
 			}

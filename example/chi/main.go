@@ -53,7 +53,7 @@ func run(ctx context.Context, addr string) error {
 		return err
 	}
 	defer store.Close()
-	r, err := newRouter(store, limiter.SystemClock{})
+	r, err := newRouter(limiter.WithStore(store))
 	if err != nil {
 		return err
 	}
@@ -71,18 +71,19 @@ func run(ctx context.Context, addr string) error {
 	return nil
 }
 
-// newRouter builds the routes. The limiters share store; their policies
-// have distinct names, so their counters stay apart.
-func newRouter(store limiter.Store, clk limiter.Clock) (chi.Router, error) {
+// newRouter builds the routes, every limiter with opts (the shared store;
+// a test adds its clock). The policies have distinct names, so that their
+// counters in the one store stay apart.
+func newRouter(opts ...limiter.Option) (chi.Router, error) {
 	host, err := keyfunc.RemoteHost()
 	if err != nil {
 		return nil, err
 	}
-	perClient, err := limit(store, clk, limiter.MustPolicy("api", limiter.PerMinute(10)))
+	perClient, err := limit(opts, limiter.MustPolicy("api", limiter.PerMinute(10)))
 	if err != nil {
 		return nil, err
 	}
-	login, err := limit(store, clk, limiter.MustPolicy("login", limiter.PerMinute(3)))
+	login, err := limit(opts, limiter.MustPolicy("login", limiter.PerMinute(3)))
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func newRouter(store limiter.Store, clk limiter.Clock) (chi.Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	perRoute, err := limit(store, clk, limiter.MustPolicy("users", limiter.PerMinute(5)),
+	perRoute, err := limit(opts, limiter.MustPolicy("users", limiter.PerMinute(5)),
 		middleware.WithKey(clientOnRoute))
 	if err != nil {
 		return nil, err
@@ -116,9 +117,9 @@ func newRouter(store limiter.Store, clk limiter.Clock) (chi.Router, error) {
 	return r, nil
 }
 
-// limit returns middleware enforcing p over store.
-func limit(store limiter.Store, clk limiter.Clock, p *limiter.Policy, opts ...middleware.Option) (func(http.Handler) http.Handler, error) {
-	l, err := limiter.New(p, limiter.WithStore(store), limiter.WithClock(clk))
+// limit returns middleware enforcing p with a limiter built with lopts.
+func limit(lopts []limiter.Option, p *limiter.Policy, opts ...middleware.Option) (func(http.Handler) http.Handler, error) {
+	l, err := limiter.New(p, lopts...)
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func newServer(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	r, err := newRouter(store, limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)))
+	r, err := newRouter(limiter.WithStore(store), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestRoutePatternBeforeRoutingIsMisconfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mw, err := limit(store, limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)),
+	mw, err := limit([]limiter.Option{limiter.WithStore(store), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)))},
 		limiter.MustPolicy("misplaced", limiter.PerMinute(5)), middleware.WithKey(route))
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,8 @@ type serveConfig struct {
 	window   time.Duration
 	store    storeConfig
 	failOpen bool
-	// clock is the limiter's clock; tests set a fake one.
+	// clock is the limiter's clock: nil for the system clock; tests set a
+	// fake one.
 	clock limiter.Clock
 }
 
@@ -46,7 +47,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 // parseServeFlags checks every flag before anything starts, so that a bad
 // one ends the command at once with one line naming it.
 func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
-	cfg := serveConfig{clock: limiter.SystemClock{}}
+	cfg := serveConfig{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen on `host:port`")
@@ -147,7 +148,11 @@ func newServeHandler(cfg serveConfig, store limiter.Store, log *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	l, err := limiter.New(p, limiter.WithStore(store), limiter.WithClock(cfg.clock))
+	lopts := []limiter.Option{limiter.WithStore(store)}
+	if cfg.clock != nil {
+		lopts = append(lopts, limiter.WithClock(cfg.clock))
+	}
+	l, err := limiter.New(p, lopts...)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func run(ctx context.Context, addr string) error {
 		return err
 	}
 	defer store.Close()
-	mux, err := newMux(store, limiter.SystemClock{})
+	mux, err := newMux(limiter.WithStore(store))
 	if err != nil {
 		return err
 	}
@@ -64,10 +64,11 @@ func run(ctx context.Context, addr string) error {
 	return nil
 }
 
-// newMux builds the routes. Both limiters share store; their policies have
-// distinct names, so their counters stay apart.
-func newMux(store limiter.Store, clk limiter.Clock) (*http.ServeMux, error) {
-	perClient, err := limit(store, clk, limiter.MustPolicy("items", limiter.PerMinute(10)))
+// newMux builds the routes, both limiters with opts (the shared store; a
+// test adds its clock). The policies have distinct names, so that their
+// counters in the one store stay apart.
+func newMux(opts ...limiter.Option) (*http.ServeMux, error) {
+	perClient, err := limit(opts, limiter.MustPolicy("items", limiter.PerMinute(10)))
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func newMux(store limiter.Store, clk limiter.Clock) (*http.ServeMux, error) {
 	if err != nil {
 		return nil, err
 	}
-	perRoute, err := limit(store, clk, limiter.MustPolicy("users", limiter.PerMinute(5)),
+	perRoute, err := limit(opts, limiter.MustPolicy("users", limiter.PerMinute(5)),
 		middleware.WithKey(clientOnRoute))
 	if err != nil {
 		return nil, err
@@ -97,9 +98,9 @@ func newMux(store limiter.Store, clk limiter.Clock) (*http.ServeMux, error) {
 	return mux, nil
 }
 
-// limit returns middleware enforcing p over store.
-func limit(store limiter.Store, clk limiter.Clock, p *limiter.Policy, opts ...middleware.Option) (func(http.Handler) http.Handler, error) {
-	l, err := limiter.New(p, limiter.WithStore(store), limiter.WithClock(clk))
+// limit returns middleware enforcing p with a limiter built with lopts.
+func limit(lopts []limiter.Option, p *limiter.Policy, opts ...middleware.Option) (func(http.Handler) http.Handler, error) {
+	l, err := limiter.New(p, lopts...)
 	if err != nil {
 		return nil, err
 	}

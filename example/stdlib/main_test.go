@@ -24,7 +24,7 @@ func TestRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	mux, err := newMux(store, limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)))
+	mux, err := newMux(limiter.WithStore(store), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,12 +74,11 @@ func sameDecision(a, b limiter.Decision) bool {
 		!a.ResetAt.Equal(b.ResetAt) || a.RetryAfter != b.RetryAfter || a.Window != b.Window {
 		return false
 	}
-	wa, wb := a.Windows(), b.Windows()
-	if len(wa) != len(wb) {
+	if a.NumWindows() != b.NumWindows() {
 		return false
 	}
-	for i := range wa {
-		if wa[i] != wb[i] {
+	for i := range a.NumWindows() {
+		if a.WindowAt(i) != b.WindowAt(i) {
 			return false
 		}
 	}

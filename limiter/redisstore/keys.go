@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -93,7 +94,7 @@ func appendKeys(dst []string, prefix, key string, pk *policyKeys, n int, clock c
 	for i := range n {
 		var id []byte
 		if clock == appClock {
-			w, _, _ := limiter.WindowID(ms, pk.wms[i])
+			w, _, _ := window.ID(ms, pk.wms[i])
 			id = strconv.AppendInt(num[:0], w, 10)
 		}
 		// One allocation per key: this runs for every window of every

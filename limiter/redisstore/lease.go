@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -299,7 +300,7 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 		start, end int64 = math.MinInt64, math.MaxInt64
 	)
 	for i := range p.NumRates() {
-		id, s, e := limiter.WindowID(ms, p.Rate(i).Window.Milliseconds())
+		id, s, e := window.ID(ms, p.Rate(i).Window.Milliseconds())
 		ids[i], start, end = id, max(start, s), min(end, e)
 	}
 	var offset int64
@@ -348,7 +349,7 @@ func (l *leases) refund(req *limiter.Request, d *limiter.Decision) int64 {
 		return 0
 	}
 	for i := range req.Policy.NumRates() {
-		if id, _, _ := limiter.WindowID(ms, req.Policy.Rate(i).Window.Milliseconds()); id != e.ids[i] {
+		if id, _, _ := window.ID(ms, req.Policy.Rate(i).Window.Milliseconds()); id != e.ids[i] {
 			return 0
 		}
 	}

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -93,7 +94,7 @@ func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindo
 	for i := range p.NumRates() {
 		r := p.Rate(i)
 		if s := states[i]; s.Count < 0 || s.Count >= r.Limit {
-			_, _, end := limiter.WindowID(at.UnixMilli(), r.Window.Milliseconds())
+			_, _, end := window.ID(at.UnixMilli(), r.Window.Milliseconds())
 			if !full || end > until {
 				until = end
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/redis/go-redis/v9"
 )
@@ -55,8 +56,8 @@ func (s *Store) Refund(ctx context.Context, req limiter.Request, d limiter.Decis
 	cmd := []any{"evalsha", refundHash, 0}
 	args := []any{clock, req.Cost}
 	for i := range n {
-		id, _, _ := limiter.WindowID(at, pk.wms[i])
-		if now, _, _ := limiter.WindowID(req.Now.UnixMilli(), pk.wms[i]); s.cfg.clock == appClock && now != id {
+		id, _, _ := window.ID(at, pk.wms[i])
+		if now, _, _ := window.ID(req.Now.UnixMilli(), pk.wms[i]); s.cfg.clock == appClock && now != id {
 			continue // ended: a refund never lends to a later window
 		}
 		cmd = append(cmd, keys[i])

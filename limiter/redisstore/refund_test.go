@@ -94,7 +94,7 @@ func TestRefund(t *testing.T) {
 					}
 					d, _ := ls[0].Peek(ctx, "k", 1)
 					if d.WindowAt(0).Remaining != 2 || d.WindowAt(1).Remaining != 100-1 {
-						t.Fatalf("refund across the minute's boundary: %+v; want the new minute untouched (2 left after 1), the hour refunded (99)", d.Windows())
+						t.Fatalf("refund across the minute's boundary: %+v; want the new minute untouched (2 left after 1), the hour refunded (99)", []limiter.WindowStatus{d.WindowAt(0), d.WindowAt(1)})
 					}
 				}
 			})

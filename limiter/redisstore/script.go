@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/redis/go-redis/v9"
 )
@@ -94,7 +95,7 @@ func (c *config) decide(req *limiter.Request, r *result) ([limiter.MaxWindows]li
 	var prior [limiter.MaxWindows]limiter.State
 	ms := now.UnixMilli()
 	for i := range p.NumRates() {
-		id, _, _ := limiter.WindowID(ms, p.Rate(i).Window.Milliseconds())
+		id, _, _ := window.ID(ms, p.Rate(i).Window.Milliseconds())
 		prior[i] = limiter.State{Window: id, Count: r.counts[i]}
 	}
 	next, d := limiter.Decide(p, prior, now, req.Cost)

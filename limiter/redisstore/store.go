@@ -382,8 +382,9 @@ func (s *Store) degrade(ctx context.Context, req *limiter.Request, err error) (l
 // its Policy: Refund returns such a charge to the fallback.
 func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
 	return s.fbPolicies.get(p, func(p *limiter.Policy) *limiter.Policy {
-		rates := p.Rates()
+		rates := make([]limiter.Rate, p.NumRates())
 		for i := range rates {
+			rates[i] = p.Rate(i)
 			rates[i].Limit = max(1, rates[i].Limit/s.cfg.divisor)
 		}
 		fp, err := limiter.NewPolicy(p.Name(), rates...)

@@ -54,7 +54,7 @@ func (m *limiterModel) Allow(ctx context.Context, key string, at time.Duration) 
 	if err != nil {
 		return false, err
 	}
-	if n := m.store.Evictions(); n > 0 {
+	if n := m.store.Stats().Evictions; n > 0 {
 		return false, fmt.Errorf("sim: the memory store evicted %d counters; results would be wrong", n)
 	}
 	return d.Allowed, nil
