@@ -21,7 +21,7 @@
 //
 //   - allowed: sets the rate-limit headers and calls the wrapped handler;
 //   - denied: answers 429 Too Many Requests with Retry-After, through the
-//     headers package (or a custom DeniedHandler);
+//     headers package (or WithDeniedHandler's);
 //   - the limiter could not decide (a store failing, a cancelled request):
 //     answers 500 with a generic body, never the error's text, or calls the
 //     wrapped handler when WithFailOpen is set;

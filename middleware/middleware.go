@@ -322,7 +322,7 @@ func outcomeOf(ctx context.Context, d limiter.Decision, err error, shadow bool) 
 	}
 }
 
-// internalError is the default ErrorHandler: the error's text may name
+// internalError is the default error handler (WithErrorHandler): the error's text may name
 // hosts, keys or internals, so the client is told nothing of it.
 func internalError(w http.ResponseWriter, _ *http.Request, _ error) {
 	http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)

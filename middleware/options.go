@@ -9,16 +9,6 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
-// A DeniedHandler answers a request the limiter refused. The rate-limit
-// headers, Retry-After included, are already set when it is called; it
-// writes the status (429, normally) and the body.
-type DeniedHandler func(w http.ResponseWriter, r *http.Request, d *limiter.Decision)
-
-// An ErrorHandler answers a request the middleware could not decide: the
-// limiter failed, or the key could not be resolved. err may carry
-// internal detail (addresses, keys): log it, do not send it to the client.
-type ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
-
 // An Option configures New. An option only records its argument; New
 // checks them all, once, and reports a bad one as an error wrapping
 // ErrInvalidOption that names it: a nil Option, an option given a nil
@@ -34,11 +24,11 @@ type config struct {
 	cost       func(*http.Request) int64
 	resolve    func(*http.Request) Limiter
 	exempt     func(*http.Request) bool
-	denied     DeniedHandler
+	denied     func(http.ResponseWriter, *http.Request, *limiter.Decision)
 	deny       func(http.ResponseWriter, *http.Request, *limiter.Decision, ...*limiter.Policy) // denied, or the default, after the headers
 	countIf    func(status int) bool
-	onError    ErrorHandler
-	onKeyError ErrorHandler
+	onError    func(http.ResponseWriter, *http.Request, error)
+	onKeyError func(http.ResponseWriter, *http.Request, error)
 	failOpen   bool
 	shadow     bool
 	observe    Observer
@@ -148,17 +138,20 @@ func WithExempt(f func(r *http.Request) bool) Option {
 }
 
 // WithDeniedHandler replaces the default 429 answer (the header writer's
-// WriteDenied). The headers are set before f is called. Under WithShadow
-// no request is refused, and New refuses the option.
-func WithDeniedHandler(f DeniedHandler) Option {
+// WriteDenied) to a request the limiter refused, d saying why. The
+// rate-limit headers, Retry-After included, are set before f is called;
+// f writes the status (429, normally) and the body. Under WithShadow no
+// request is refused, and New refuses the option.
+func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, d *limiter.Decision)) Option {
 	return func(c *config) { c.denied, c.given = f, c.given|givenDenied }
 }
 
 // WithErrorHandler replaces the default answer to a limiter that could not
 // decide, and to a key function that is misconfigured (the error wraps
 // keyfunc.ErrMisconfigured): 500 Internal Server Error with a generic
-// body.
-func WithErrorHandler(f ErrorHandler) Option {
+// body. err may carry internal detail (addresses, keys): log it, do not
+// send it to the client.
+func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return func(c *config) { c.onError, c.given = f, c.given|givenOnError }
 }
 
@@ -166,8 +159,9 @@ func WithErrorHandler(f ErrorHandler) Option {
 // could not be resolved: 400 Bad Request with a generic body. err wraps
 // keyfunc.ErrNoKey when the key function follows that contract. To limit
 // such requests by another key instead of answering them, use a key
-// function with a fallback, keyfunc.First.
-func WithKeyErrorHandler(f ErrorHandler) Option {
+// function with a fallback, keyfunc.First. As with WithErrorHandler, err
+// is for the log, not for the client.
+func WithKeyErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return func(c *config) { c.onKeyError, c.given = f, c.given|givenOnKeyError }
 }
 

@@ -8,11 +8,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fixedwindow/ratelimit/middleware"
+	"github.com/fixedwindow/ratelimit/middleware/reason"
 )
 
-// DefaultBuckets are the latency buckets, in seconds: from 50µs (an
+// defaultBuckets are the latency buckets, in seconds: from 50µs (an
 // in-memory decision) to 1s (a store timing out).
-var DefaultBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
+var defaultBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
 
 // Errors returned by this package.
 var (
@@ -48,15 +49,18 @@ var nameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 // must be a metric name.
 func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
 
-// WithBuckets replaces DefaultBuckets for the latency histogram. Bounds
-// must increase.
+// WithBuckets replaces the latency histogram's buckets, in seconds.
+// Bounds must increase. The default runs from 50µs (an in-memory
+// decision) to 1s (a store timing out): .00005, .0001, .00025, .0005,
+// .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1.
 func WithBuckets(b []float64) Option {
 	return func(c *config) { c.buckets = append([]float64{}, b...) }
 }
 
-// WithReason replaces Reason, the function that names the reason of a
-// store error (not nil). It must return one of a few fixed strings: each
-// one becomes a label value.
+// WithReason replaces the function that names the reason of a store
+// error (not nil; default reason.Of, which middleware/otelmetrics uses
+// too, so that both adapters name a failure alike). It must return one
+// of a few fixed strings: each one becomes a label value.
 func WithReason(f func(error) string) Option { return func(c *config) { c.reason = f } }
 
 // validate checks the whole configuration, as every package of this
@@ -89,7 +93,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: registerer is nil", ErrInvalidOption)
 	}
-	c := config{namespace: "ratelimit", buckets: DefaultBuckets, reason: Reason}
+	c := config{namespace: "ratelimit", buckets: defaultBuckets, reason: reason.Of}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)

@@ -16,10 +16,10 @@ import (
 // ScopeName is the instrumentation scope of the meter New obtains.
 const ScopeName = "github.com/fixedwindow/ratelimit/middleware/otelmetrics"
 
-// DefaultBuckets are the bucket boundaries of ratelimit.decision.duration,
+// defaultBuckets are the bucket boundaries of ratelimit.decision.duration,
 // in seconds: from 50µs (an in-memory decision) to 1s (a store timing
 // out), as middleware/metrics's.
-var DefaultBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
+var defaultBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
 
 // The attributes, named in the package documentation.
 const (
@@ -62,8 +62,10 @@ type config struct {
 	reason  func(error) string
 }
 
-// WithBuckets replaces DefaultBuckets as the histogram's bucket
-// boundaries, in seconds. Bounds must increase. A View registered with the
+// WithBuckets replaces the histogram's bucket boundaries, in seconds.
+// Bounds must increase. The default runs from 50µs (an in-memory
+// decision) to 1s (a store timing out), as middleware/metrics's: .00005,
+// .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1. A View registered with the
 // MeterProvider overrides them.
 func WithBuckets(b []float64) Option {
 	return func(c *config) { c.buckets = append([]float64{}, b...) }
@@ -96,7 +98,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	if mp == nil {
 		return nil, fmt.Errorf("%w: meter provider is nil", ErrInvalidOption)
 	}
-	c := config{buckets: DefaultBuckets, reason: reason.Of}
+	c := config{buckets: defaultBuckets, reason: reason.Of}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)

@@ -200,8 +200,8 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 		if want := 0.002 * float64(dp.Count); dp.Sum < want-1e-9 || dp.Sum > want+1e-9 {
 			t.Errorf("latency sum for %s = %v, want %v", policy.AsString(), dp.Sum, want)
 		}
-		if !slices.Equal(dp.Bounds, otelmetrics.DefaultBuckets) {
-			t.Errorf("bounds %v, want DefaultBuckets %v", dp.Bounds, otelmetrics.DefaultBuckets)
+		if want := []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}; !slices.Equal(dp.Bounds, want) {
+			t.Errorf("bounds %v, want the defaults %v", dp.Bounds, want)
 		}
 	}
 	if want := map[string]uint64{"api": 4, "rollout": 2, "cache": 2}; fmt.Sprint(counts) != fmt.Sprint(want) {
