@@ -86,7 +86,7 @@ func lateReplyThenClose(t *testing.T, s *Store, before goleak.Option, delay func
 // answer, ErrClosed, never an outage that FailOpen would admit.
 func TestTakeRacingCloseIsNotAnOutage(t *testing.T) {
 	p := limiter.MustPolicy("closerace", limiter.PerMinute(5))
-	s := newStore(t, sharedClient(t), WithFailurePolicy(FailOpen))
+	s := newStore(t, sharedClient(t), WithFailOpen())
 	if s.batch == nil {
 		t.Fatal("a single-node client should get the batcher")
 	}

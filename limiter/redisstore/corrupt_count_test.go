@@ -118,7 +118,7 @@ func TestCorruptCountRefusedUnderFailOpen(t *testing.T) {
 					awaitServerWindow(t, c, time.Minute)
 				}
 				var ev corruptEvents
-				s := newStore(t, c, withClockSource(clock), WithFailurePolicy(FailOpen), WithObserver(ev.observe))
+				s := newStore(t, c, withClockSource(clock), WithFailOpen(), WithObserver(ev.observe))
 				clk := limitertest.New(t0)
 				l := newLimiter(t, p, s, clk)
 				key := keyOf(s, "k", p, 0, clk.Now())

@@ -64,10 +64,10 @@
 // Every decision is bounded by a timeout (default 100ms) on top of the
 // caller's context, waiting for another caller's lease included, which is
 // why the client must set ContextTimeoutEnabled. When Redis cannot decide,
-// the FailurePolicy answers: FailClosed (the default) returns an error
-// wrapping ErrUnavailable and the cause, named by its Reason method
-// (out_of_memory, permission_denied, timeout, ...); FailOpen admits; FailLocal decides
-// with an in-memory store at limit/N. Each server (the single node, each
+// Take returns an error wrapping ErrUnavailable and the cause, named by
+// its Reason method (out_of_memory, permission_denied, timeout, ...), by
+// default; WithFailOpen admits instead; WithFailLocal decides with an
+// in-memory store at limit/N. Each server (the single node, each
 // Cluster master, each Ring shard) has its own circuit breaker: one that
 // keeps failing is not called, its decisions answered by the policy at
 // once, until a probe finds it back; the other servers' decisions go on.
@@ -82,7 +82,7 @@
 //
 // A decision is charged at most once. A reply lost after Redis ran the
 // script (a connection reset, a proxy restarting) is a failure of that
-// decision, answered by the FailurePolicy, never a second run: every
+// decision, answered as any failure is, never a second run: every
 // script call is a command whose NoRetry reports true, which go-redis
 // (v9.22 and later) never sends again after a network error, whatever
 // the client's MaxRetries and MaxRedirects; the client's other commands
@@ -93,8 +93,9 @@
 // a hook must leave EVALSHA and EVAL alone, or check Cmder.NoRetry.
 //
 // With the HTTP middleware, pick one place to fail open: either the store
-// (FailOpen or FailLocal: the middleware sees no error) or the
-// middleware's own fail-open option on the errors of a FailClosed store.
+// (WithFailOpen or WithFailLocal: the middleware sees no error) or the
+// middleware's own fail-open option on the errors of a store built
+// without either.
 //
 // # Sharing round trips
 //

@@ -21,10 +21,11 @@ import (
 // network error) or "circuit_open"; package middleware/reason reads it
 // (reason.Of), as the metrics adapters do.
 var (
-	// ErrUnavailable reports that Redis could not decide in time and the
-	// failure policy is FailClosed. The middleware answers it with a 500
-	// and a generic body (a custom ErrorHandler may prefer 503 with
-	// Retry-After), or admits the request with its own fail-open option.
+	// ErrUnavailable reports that Redis could not decide in time, from a
+	// store built without WithFailOpen or WithFailLocal. The middleware
+	// answers it with a 500 and a generic body (a
+	// middleware.WithErrorHandler may prefer 503 with Retry-After), or
+	// admits the request with its own fail-open option.
 	ErrUnavailable = errors.New("redisstore: redis could not decide")
 	// ErrCircuitOpen reports a decision refused by the breaker of the
 	// server it belongs to, open after that server kept failing: nothing
@@ -48,7 +49,7 @@ var (
 	// Redis that the store did not write (not a plain decimal count, a
 	// malformed window id, a value of another type). The key is refused
 	// until the value expires or is deleted; it is never an error of the
-	// decision, so FailOpen never admits because of it.
+	// decision, so WithFailOpen never admits because of it.
 	ErrCorruptValue = errors.New("redisstore: corrupt value")
 )
 

@@ -48,20 +48,26 @@ func Example() {
 	// replica 0: allowed=false remaining=0
 }
 
-// With Redis unreachable, the default policy (FailClosed) answers an error
-// wrapping ErrUnavailable within the timeout; FailOpen admits.
-func ExampleWithFailurePolicy() {
+// With Redis unreachable, a store answers an error wrapping ErrUnavailable
+// within the timeout by default; one built WithFailOpen admits.
+func ExampleWithFailOpen() {
 	ctx := context.Background()
 	p := limiter.MustPolicy("example", limiter.PerHour(3))
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer c.Close()
-	for _, fp := range []redisstore.FailurePolicy{redisstore.FailClosed, redisstore.FailOpen} {
-		s, err := redisstore.New(c, redisstore.WithFailurePolicy(fp), redisstore.WithTimeout(50*time.Millisecond))
+	for _, mode := range []struct {
+		name string
+		opts []redisstore.Option
+	}{
+		{"closed", nil},
+		{"open", []redisstore.Option{redisstore.WithFailOpen()}},
+	} {
+		s, err := redisstore.New(c, append(mode.opts, redisstore.WithTimeout(50*time.Millisecond))...)
 		if err != nil {
 			log.Fatal(err)
 		}
 		d, err := s.Take(ctx, limiter.Request{Key: "k", Policy: p, Now: time.Now(), Cost: 1})
-		fmt.Printf("%s: allowed=%v unavailable=%v\n", fp, d.Allowed, errors.Is(err, redisstore.ErrUnavailable))
+		fmt.Printf("%s: allowed=%v unavailable=%v\n", mode.name, d.Allowed, errors.Is(err, redisstore.ErrUnavailable))
 		s.Close()
 	}
 	// Output:

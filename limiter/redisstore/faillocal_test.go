@@ -19,7 +19,7 @@ func TestFailLocalCountsOutliveRecovery(t *testing.T) {
 	p := limiter.MustPolicy("faillocal", limiter.PerHour(4))
 	proxy := redistest.StartProxy(t, redistest.SharedAddr)
 	clk := limitertest.New(t0)
-	s := newStore(t, redistest.Client(t, proxy.Addr()), WithFailurePolicy(FailLocal), WithTimeout(timeout),
+	s := newStore(t, redistest.Client(t, proxy.Addr()), WithFailLocal(1), WithTimeout(timeout),
 		WithBreaker(100, time.Second), WithOverLimitCache(0))
 	l := newLimiter(t, p, s, clk)
 	if got := admitted(t, l, "warm", 1, nil); got != 1 {

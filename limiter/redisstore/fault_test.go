@@ -84,23 +84,21 @@ func (ld *load) end() time.Duration {
 }
 
 // TestRedisKilledAndRestarted kills Redis under load and starts it again:
-// while it is away FailClosed answers ErrUnavailable, FailOpen admits and
-// FailLocal limits each replica at limit/2, every call within the timeout;
+// while it is away the default answers ErrUnavailable, WithFailOpen admits
+// and WithFailLocal(2) limits each replica at limit/2, every call within
+// the timeout;
 // when it is back, the store recovers by itself and the observer has seen
 // each transition.
 func TestRedisKilledAndRestarted(t *testing.T) {
 	const timeout = 50 * time.Millisecond
 	p := limiter.MustPolicy("fault", limiter.PerHour(10))
-	for _, fp := range []FailurePolicy{FailClosed, FailOpen, FailLocal} {
+	for _, fp := range []failMode{failClosed, failOpen, failLocal} {
 		t.Run(fp.String(), func(t *testing.T) {
 			srv := redistest.StartServer(t)
 			c := redistest.Client(t, srv.Addr())
 			var ev events
-			opts := []Option{WithFailurePolicy(fp), WithTimeout(timeout),
-				WithBreaker(3, 100*time.Millisecond), WithObserver(ev.observe)}
-			if fp == FailLocal { // the divisor applies to FailLocal alone
-				opts = append(opts, WithFallbackDivisor(2))
-			}
+			opts := append(fp.options(2), WithTimeout(timeout),
+				WithBreaker(3, 100*time.Millisecond), WithObserver(ev.observe))
 			s := newStore(t, c, opts...)
 			l := newLimiter(t, p, s, limitertest.New(t0))
 			ctx := context.Background()
@@ -113,15 +111,15 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 			var outage []error
 			got := admitted(t, l, "during", 12, &outage)
 			for _, err := range outage {
-				if fp != FailClosed || !errors.Is(err, ErrUnavailable) {
+				if fp != failClosed || !errors.Is(err, ErrUnavailable) {
 					t.Fatalf("policy %v, Redis down: error %v", fp, err)
 				}
 			}
-			want := map[FailurePolicy]int{FailClosed: 0, FailOpen: 12, FailLocal: 5}[fp]
+			want := map[failMode]int{failClosed: 0, failOpen: 12, failLocal: 5}[fp]
 			if got != want {
 				t.Fatalf("policy %v, Redis down: admitted %d of 12, want %d", fp, got, want)
 			}
-			if fp == FailClosed && len(outage) != 12 {
+			if fp == failClosed && len(outage) != 12 {
 				t.Fatalf("fail closed, Redis down: %d errors, want 12", len(outage))
 			}
 			if worst(s.Health()) == Healthy || !ev.has(Healthy, Unavailable) {
@@ -188,12 +186,12 @@ func TestSlowRedis(t *testing.T) {
 	const timeout = 50 * time.Millisecond
 	p := limiter.MustPolicy("slow", limiter.PerHour(1000))
 	for _, mode := range []path{pathBatch, pathPlain} {
-		for _, fp := range []FailurePolicy{FailClosed, FailOpen} {
+		for _, fp := range []failMode{failClosed, failOpen} {
 			t.Run(mode.String()+"/"+fp.String(), func(t *testing.T) {
 				proxy := redistest.StartProxy(t, redistest.SharedAddr)
 				c := redistest.Client(t, proxy.Addr())
-				s := newStore(t, c, withPath(mode), WithFailurePolicy(fp), WithTimeout(timeout),
-					WithBreaker(100, 50*time.Millisecond))
+				s := newStore(t, c, append(fp.options(1), withPath(mode), WithTimeout(timeout),
+					WithBreaker(100, 50*time.Millisecond))...)
 				l := newLimiter(t, p, s, limitertest.New(t0))
 				ctx := context.Background()
 				if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
@@ -208,11 +206,11 @@ func TestSlowRedis(t *testing.T) {
 						t.Fatalf("call %d took %v, want ≤ %v", i, took, timeout+slack)
 					}
 					switch fp {
-					case FailClosed:
+					case failClosed:
 						if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 							t.Fatalf("call %d: got %v, want ErrUnavailable and DeadlineExceeded", i, err)
 						}
-					case FailOpen:
+					case failOpen:
 						if err != nil || !d.Allowed {
 							t.Fatalf("call %d: got %+v, %v; want admitted", i, d, err)
 						}

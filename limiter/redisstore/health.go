@@ -18,8 +18,9 @@ type Health uint8
 const (
 	// Healthy: decisions go to Redis.
 	Healthy Health = iota
-	// Unavailable: the breaker is open; the failure policy answers every
-	// decision at once, and nothing is sent to Redis.
+	// Unavailable: the breaker is open; every decision is answered at
+	// once as when Redis cannot decide (an error, or WithFailOpen's or
+	// WithFailLocal's answer), and nothing is sent to Redis.
 	Unavailable
 	// Probing: the open time has passed; one decision is sent to Redis to
 	// see whether it is back, the others are answered by the failure
@@ -68,9 +69,6 @@ type Event struct {
 	Node string
 	// From and To are the health before and after a HealthChanged.
 	From, To Health
-	// Policy is the failure policy now answering (To != Healthy) or that
-	// answered until now (To == Healthy).
-	Policy FailurePolicy
 	// Err is the failure that opened the breaker, the corrupt value or
 	// the risky setting; nil on other changes. A failure has a method
 	// Reason() string naming it (see ErrUnavailable).
@@ -94,7 +92,7 @@ func (s *Store) reportCorrupt(req *limiter.Request, r *result) {
 		if keys == nil {
 			keys = appendKeys(nil, s.cfg.prefix, req.Key, s.keys.get(req.Policy), n, s.cfg.clock, req.Now.UnixMilli())
 		}
-		s.cfg.observer(Event{Kind: CorruptValue, Policy: s.cfg.failure,
+		s.cfg.observer(Event{Kind: CorruptValue,
 			Err: fmt.Errorf("%w: key %q", ErrCorruptValue, keys[i])})
 	}
 }
@@ -140,7 +138,7 @@ func (s *Store) newBreaker(d *dest) *gobreaker.CircuitBreaker[any] {
 			if s.cfg.observer == nil {
 				return
 			}
-			e := Event{Kind: HealthChanged, Node: d.name, From: health(from), To: health(to), Policy: s.cfg.failure}
+			e := Event{Kind: HealthChanged, Node: d.name, From: health(from), To: health(to)}
 			if to == gobreaker.StateOpen {
 				if p := d.lastErr.Load(); p != nil {
 					e.Err = *p

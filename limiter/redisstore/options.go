@@ -33,43 +33,16 @@ const (
 	serverClock
 )
 
-// A FailurePolicy says what Take answers when Redis cannot decide: it is
-// unreachable, slower than the timeout, or the breaker is open.
-type FailurePolicy uint8
+// A failMode says what Take answers when Redis cannot decide: an error
+// (the default), an admission (WithFailOpen) or the in-memory fallback's
+// decision (WithFailLocal).
+type failMode uint8
 
 const (
-	// FailClosed returns an error wrapping ErrUnavailable (the default):
-	// the quota is never exceeded, and the service answers 5xx while
-	// Redis is away. Suits logins, payments, costly calls.
-	FailClosed FailurePolicy = iota
-	// FailOpen admits: the Decision is that of an empty window, charged to
-	// nothing. Suits public reads, where an outage of the limiter must not
-	// become an outage of the service. Such decisions are counted in
-	// Stats.Degraded.
-	FailOpen
-	// FailLocal decides with an in-memory store on each replica, at the
-	// policy's limits divided by the fallback divisor (WithFallbackDivisor,
-	// N replicas → divisor N keeps the total near the limit). Its
-	// Decisions carry that reduced policy, so clients are told the limit
-	// actually applied. Counts kept there are not forgotten when Redis
-	// answers again: they last until their windows end, so a Redis that
-	// fails again within a window finds the budget already spent locally
-	// there, and a flapping Redis cannot hand out a fresh local budget per
-	// outage. Counts kept in Redis before the outage are not seen by the
-	// fallback, nor its counts by Redis.
-	FailLocal
+	failClosed failMode = iota
+	failOpen
+	failLocal
 )
-
-// String returns "closed", "open" or "local".
-func (f FailurePolicy) String() string {
-	switch f {
-	case FailOpen:
-		return "open"
-	case FailLocal:
-		return "local"
-	}
-	return "closed"
-}
 
 // A path is how decisions reach Redis: rounds of many decisions, one
 // script call per server, on the three go-redis clients (pathBatch); one
@@ -105,7 +78,8 @@ type config struct {
 	clock           clockSource
 	timeout         time.Duration
 	margin          time.Duration
-	failure         FailurePolicy
+	failure         failMode
+	failModes       int // WithFailOpen and WithFailLocal given, for New to check
 	divisor         int64
 	observer        func(Event)
 	breakerFailures int
@@ -167,8 +141,10 @@ func WithServerClock() Option { return withClockSource(serverClock) }
 func withClockSource(s clockSource) Option { return func(c *config) { c.clock = s } }
 
 // WithTimeout bounds each decision (default 100ms), on top of the
-// request's own context, waiting for a lease included. When it passes, the failure policy answers; the
-// script may still have run in Redis and charged the request.
+// request's own context, waiting for a lease included. When it passes,
+// the decision is answered as when Redis cannot decide (an error, or
+// WithFailOpen's or WithFailLocal's answer); the script may still have
+// run in Redis and charged the request.
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 // WithExpiryMargin sets how long a window's key outlives the window's end
@@ -176,15 +152,35 @@ func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = 
 // for replicas whose clocks lag.
 func WithExpiryMargin(d time.Duration) Option { return func(c *config) { c.margin = d } }
 
-// WithFailurePolicy sets the answer when Redis cannot decide (default
-// FailClosed).
-func WithFailurePolicy(f FailurePolicy) Option { return func(c *config) { c.failure = f } }
+// WithFailOpen admits when Redis cannot decide (it is unreachable,
+// slower than the timeout, or its server's breaker is open), instead of
+// returning an error wrapping ErrUnavailable (the default, which never
+// exceeds the quota and suits logins, payments, costly calls). The
+// Decision is that of an empty window, charged to nothing. Suits public
+// reads, where an outage of the limiter must not become an outage of the
+// service. Such decisions are counted in Stats.Degraded. It excludes
+// WithFailLocal.
+func WithFailOpen() Option {
+	return func(c *config) { c.failure, c.failModes = failOpen, c.failModes+1 }
+}
 
-// WithFallbackDivisor divides each limit by n (at least 1 remains) in the
-// in-memory fallback of FailLocal (default 1). Use the replica count. It
-// applies only with WithFailurePolicy(FailLocal): New refuses it with
-// another policy.
-func WithFallbackDivisor(n int) Option { return func(c *config) { c.divisor = int64(n) } }
+// WithFailLocal decides with an in-memory store on each replica when
+// Redis cannot decide, at the policy's limits divided by divisor (at
+// least 1 remains of each): N replicas → divisor N keeps the total near
+// the limit; divisor must be ≥ 1. Its Decisions carry that reduced
+// policy, so clients are told the limit actually applied, and a refund of
+// one goes back to the fallback. Counts kept there are not forgotten when
+// Redis answers again: they last until their windows end, so a Redis that
+// fails again within a window finds the budget already spent locally
+// there, and a flapping Redis cannot hand out a fresh local budget per
+// outage. Counts kept in Redis before the outage are not seen by the
+// fallback, nor its counts by Redis. Such decisions are counted in
+// Stats.Degraded. It excludes WithFailOpen.
+func WithFailLocal(divisor int) Option {
+	return func(c *config) {
+		c.failure, c.divisor, c.failModes = failLocal, int64(divisor), c.failModes+1
+	}
+}
 
 // WithObserver registers a function called on every change of health and
 // on every corrupt value a decision finds in Redis (see Event). It runs
@@ -194,9 +190,10 @@ func WithObserver(f func(Event)) Option { return func(c *config) { c.observer = 
 // WithBreaker sets the circuit breakers, one per server (a single node, a
 // Cluster master, a Ring shard): a server's opens after failures
 // consecutive failed round trips to it (default 5), and while open no
-// call reaches that server: the failure policy answers its decisions at
-// once. After openFor (default 1s) one probe is let through; its success
-// closes the breaker.
+// call reaches that server: its decisions are answered at once as when
+// Redis cannot decide (an error, or WithFailOpen's or WithFailLocal's
+// answer). After openFor (default 1s) one probe is let through; its
+// success closes the breaker.
 func WithBreaker(failures int, openFor time.Duration) Option {
 	return func(c *config) { c.breakerFailures, c.breakerOpen = failures, openFor }
 }
@@ -229,12 +226,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: timeout %v must be > 0", ErrInvalidOption, c.timeout)
 	case c.margin < 0 || c.margin%time.Millisecond != 0:
 		return fmt.Errorf("%w: expiry margin %v must be a whole number of milliseconds ≥ 0", ErrInvalidOption, c.margin)
-	case c.failure > FailLocal:
-		return fmt.Errorf("%w: failure policy %d", ErrInvalidOption, c.failure)
+	case c.failModes > 1:
+		return fmt.Errorf("%w: WithFailOpen and WithFailLocal exclude each other, and each may be given once", ErrInvalidOption)
 	case c.divisor < 1:
-		return fmt.Errorf("%w: fallback divisor %d must be ≥ 1", ErrInvalidOption, c.divisor)
-	case c.divisor != 1 && c.failure != FailLocal:
-		return fmt.Errorf("%w: fallback divisor %d applies only to FailLocal, not to fail %v", ErrInvalidOption, c.divisor, c.failure)
+		return fmt.Errorf("%w: WithFailLocal(%d): the divisor must be ≥ 1", ErrInvalidOption, c.divisor)
 	case c.breakerFailures < 1 || c.breakerOpen <= 0:
 		return fmt.Errorf("%w: breaker needs failures ≥ 1 and an open time > 0, got %d and %v",
 			ErrInvalidOption, c.breakerFailures, c.breakerOpen)

@@ -23,8 +23,8 @@ var refundHash = redis.NewScript(refundSource).Hash()
 // at most once (as a charge is), bounded by the timeout, through the
 // client, which routes it by the key's hash tag. With WithServerClock
 // Redis's TIME says whether a window is still current; otherwise req.Now
-// does. A decision FailLocal made is refunded to the fallback; one
-// FailOpen admitted was charged to nothing. This store's over-limit cache
+// does. A decision WithFailLocal's fallback made is refunded to it; one
+// WithFailOpen admitted was charged to nothing. This store's over-limit cache
 // forgets the key, so that its next request asks Redis; other replicas'
 // caches keep refusing it until the window they saw full ends, as after
 // Reset.

@@ -266,11 +266,7 @@ func TestRefundFailLocal(t *testing.T) {
 	// Divisor 1 too: the fallback's policy then has the limits, and the
 	// id, of Redis's, and its decisions must still be told apart.
 	for _, div := range []int{2, 1} {
-		opts := []Option{WithFailurePolicy(FailLocal), WithTimeout(100 * time.Millisecond)}
-		if div != 1 {
-			opts = append(opts, WithFallbackDivisor(div))
-		}
-		s := newStore(t, down, opts...)
+		s := newStore(t, down, WithFailLocal(div), WithTimeout(100*time.Millisecond))
 		l := newLimiter(t, p, s, limitertest.New(t0))
 		var last limiter.Decision
 		for i := range 4 / div { // the fallback's limit
@@ -291,7 +287,7 @@ func TestRefundFailLocal(t *testing.T) {
 		}
 	}
 
-	open := newStore(t, down, WithFailurePolicy(FailOpen), WithTimeout(100*time.Millisecond))
+	open := newStore(t, down, WithFailOpen(), WithTimeout(100*time.Millisecond))
 	lo := newLimiter(t, p, open, limitertest.New(t0))
 	d, err := lo.Allow(ctx, "k", 1)
 	if err != nil || !d.Allowed {

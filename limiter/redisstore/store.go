@@ -30,7 +30,7 @@ type Store struct {
 	// gone to, keyed by its client: each with its own breaker.
 	dests sync.Map
 
-	fallback   *limiter.MemoryStore        // FailLocal only
+	fallback   *limiter.MemoryStore        // WithFailLocal only
 	fbPolicies policyMemo[*limiter.Policy] // each policy at limit/divisor
 
 	// replyHook, when set by a test, runs between a decision's round trip
@@ -65,7 +65,7 @@ type Stats struct {
 	// Failures is the number of decisions Redis could not make (error,
 	// timeout, breaker open).
 	Failures uint64
-	// Degraded is the number of those answered by FailOpen or FailLocal
+	// Degraded is the number of those answered by WithFailOpen or WithFailLocal
 	// instead of an error.
 	Degraded uint64
 	// Leased is the number of decisions answered from a lease held by
@@ -138,7 +138,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	}
 	s.batch = newBatcher(s, r, slots, size, inFlight, pool)
 	s.checkMemoryPolicy()
-	if cfg.failure == FailLocal {
+	if cfg.failure == failLocal {
 		fb, err := limiter.NewMemoryStore()
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: fallback: %w", err)
@@ -181,7 +181,7 @@ func (s *Store) checkMemoryPolicy() {
 	go func() {
 		defer s.checks.Done()
 		if risk, _ := memoryPolicyRisk(ctx, s.client); risk != "" {
-			s.cfg.observer(Event{Kind: RiskyMemoryPolicy, Policy: s.cfg.failure,
+			s.cfg.observer(Event{Kind: RiskyMemoryPolicy,
 				Err: errors.New("redisstore: " + risk)})
 		}
 	}()
@@ -235,7 +235,8 @@ func (s *Store) check(req *limiter.Request) error {
 // holds one (WithLeases), else from the over-limit cache when the key is
 // known to be over its limit in this window, else in a script call shared
 // with the decisions queued beside it, all bounded by one timeout and ctx.
-// When Redis cannot decide, the failure policy answers. A refusal is a
+// When Redis cannot decide, Take returns an error wrapping ErrUnavailable,
+// or WithFailOpen's or WithFailLocal's answer. A refusal is a
 // Decision, never an error.
 //
 // A decision that timed out, or whose ctx ended, may still have been
@@ -290,7 +291,7 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 	}
 	if errors.Is(err, limiter.ErrClosed) {
 		// Close raced this decision: the store's answer, never an outage
-		// for FailOpen to admit or FailLocal to decide.
+		// for WithFailOpen to admit or WithFailLocal to decide.
 		return limiter.Decision{}, err
 	}
 	return s.degrade(ctx, &req, err)
@@ -362,11 +363,11 @@ func (s *Store) degrade(ctx context.Context, req *limiter.Request, err error) (l
 		return limiter.Decision{}, err
 	}
 	switch s.cfg.failure {
-	case FailOpen:
+	case failOpen:
 		s.stats.degraded.Add(1)
 		_, d := limiter.Decide(req.Policy, [limiter.MaxWindows]limiter.State{}, req.Now, req.Cost)
 		return limiter.Uncharged(d), nil
-	case FailLocal:
+	case failLocal:
 		s.stats.degraded.Add(1)
 		fr := *req
 		fr.Policy = s.fallbackPolicy(req.Policy)
