@@ -84,12 +84,41 @@ func sharedClient(t testing.TB) *redis.Client { return redistest.Shared(t) }
 // than straddling a boundary by chance.
 func awaitServerWindow(t testing.TB, c redis.UniversalClient, w time.Duration) {
 	t.Helper()
+	now := serverTime(t, c)
+	if next := nextServerWindow(now, w); next.Sub(now) < 300*time.Millisecond {
+		awaitServerTime(t, c, next.Add(10*time.Millisecond))
+	}
+}
+
+// nextServerWindow returns the start of the window of length w after the
+// one now is in, on Redis's clock.
+func nextServerWindow(now time.Time, w time.Duration) time.Time {
+	return time.Unix(0, (now.UnixNano()/int64(w)+1)*int64(w))
+}
+
+// serverTime returns Redis's TIME on c.
+func serverTime(t testing.TB, c redis.UniversalClient) time.Time {
+	t.Helper()
 	now, err := c.Time(context.Background()).Result()
 	if err != nil {
 		t.Fatalf("redis TIME: %v", err)
 	}
-	if left := w - time.Duration(now.UnixNano()%int64(w)); left < 300*time.Millisecond {
-		time.Sleep(left + 10*time.Millisecond)
+	return now
+}
+
+// awaitServerTime waits until Redis's TIME on c reaches at, and returns
+// it. It is the one wait of the package's tests on Redis's own clock,
+// which no fake clock moves: it sleeps until at would come on the local
+// clock, then asks Redis again, so that it ends when Redis's clock, not
+// the local one, has crossed at.
+func awaitServerTime(t testing.TB, c redis.UniversalClient, at time.Time) time.Time {
+	t.Helper()
+	for {
+		now := serverTime(t, c)
+		if !now.Before(at) {
+			return now
+		}
+		time.Sleep(at.Sub(now))
 	}
 }
 

@@ -176,22 +176,9 @@ func TestServerClockCacheIgnoresAppClock(t *testing.T) {
 	if s.Stats().CachedKeys != 1 {
 		t.Fatalf("cached keys %d, want 1: the full key", s.Stats().CachedKeys)
 	}
-	tm, err := c.Time(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := serverTime(t, c)
 	clk.back.Store(int64(900 * time.Millisecond)) // the application's clock steps back
-	end := tm.Truncate(time.Second).Add(time.Second + 20*time.Millisecond)
-	for {
-		now, err := c.Time(ctx).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !now.Before(end) {
-			break
-		}
-		time.Sleep(end.Sub(now))
-	}
+	awaitServerTime(t, c, nextServerWindow(tm, time.Second).Add(20*time.Millisecond))
 	if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
 		t.Fatalf("Redis's window ended, app clock 900ms back: %+v, %v; want admitted", d, err)
 	}

@@ -116,16 +116,8 @@ func TestRefundServerClockEndedWindow(t *testing.T) {
 	if err != nil || !d.Allowed {
 		t.Fatal(d, err)
 	}
-	for { // until Redis's second has moved on
-		now, err := c.Time(ctx).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if now.UnixMilli()/1000 != d.DecidedAt().UnixMilli()/1000 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Until Redis's second has moved on.
+	awaitServerTime(t, c, nextServerWindow(d.DecidedAt(), time.Second))
 	key := keyOf(s, "k", p, 0, t0)
 	before, err := c.HGet(ctx, key, "c").Result()
 	if err != nil {

@@ -55,18 +55,12 @@ func TestServerClockSteppedBack(t *testing.T) {
 			s := newStore(t, c, withClockSource(serverClock), WithExpiryMargin(margin), WithOverLimitCache(0))
 			l := newLimiter(t, p, s, limitertest.New(t0))
 			key := keyOf(s, "k", p, i, t0)
-			tm, err := c.Time(ctx).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if left := time.Minute - time.Duration(tm.UnixNano()%int64(time.Minute)); p.NumRates() > 1 && left < 2*time.Second {
+			tm := serverTime(t, c)
+			if next := nextServerWindow(tm, time.Minute); p.NumRates() > 1 && next.Sub(tm) < 2*time.Second {
 				// Within a second of the next minute, a minute stored
 				// one ahead is a racing read: wait for that minute, on
 				// Redis's clock, which the test cannot move.
-				time.Sleep(left + 10*time.Millisecond)
-				if tm, err = c.Time(ctx).Result(); err != nil {
-					t.Fatal(err)
-				}
+				tm = awaitServerTime(t, c, next.Add(10*time.Millisecond))
 			}
 			id := tm.UnixMilli() / wms
 			// The faster clock's key expires with its own window.
