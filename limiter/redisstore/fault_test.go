@@ -22,14 +22,44 @@ const slack = 400 * time.Millisecond
 
 // events records observer calls.
 type events struct {
-	mu  sync.Mutex
-	got []Event
+	mu   sync.Mutex
+	got  []Event
+	more chan struct{} // closed at the next event, for await
 }
 
 func (e *events) observe(ev Event) {
 	e.mu.Lock()
 	e.got = append(e.got, ev)
+	if e.more != nil {
+		close(e.more)
+		e.more = nil
+	}
 	e.mu.Unlock()
+}
+
+// await waits until cond holds of the events observed so far, for at
+// most within, and reports whether it held. It looks again at each event
+// the store reports, never on a timer.
+func (e *events) await(within time.Duration, cond func([]Event) bool) bool {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		e.mu.Lock()
+		if cond(e.got) {
+			e.mu.Unlock()
+			return true
+		}
+		if e.more == nil {
+			e.more = make(chan struct{})
+		}
+		more := e.more
+		e.mu.Unlock()
+		select {
+		case <-more:
+		case <-deadline.C:
+			return false
+		}
+	}
 }
 
 func (e *events) has(from, to Health) bool {

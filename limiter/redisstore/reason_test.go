@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -66,14 +65,7 @@ func TestErrorRepliesNamed(t *testing.T) {
 				}
 			}
 			if tc.risky { // the check New started answers within its timeout
-				for deadline := time.Now().Add(memoryCheckTimeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-					ev.mu.Lock()
-					n := len(ev.got)
-					ev.mu.Unlock()
-					if n > 0 {
-						break
-					}
-				}
+				ev.await(memoryCheckTimeout, func(got []Event) bool { return len(got) > 0 })
 			}
 			ev.mu.Lock()
 			defer ev.mu.Unlock()
