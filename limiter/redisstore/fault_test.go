@@ -157,13 +157,14 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 			}
 
 			srv.Restart()
-			deadline := time.Now().Add(5 * time.Second)
-			for before := s.Stats().Decisions; s.Stats().Decisions == before; {
-				if time.Now().After(deadline) {
-					t.Fatalf("no recovery within 5s: %+v, events %+v", s.Stats(), ev.got)
-				}
+			// Until the breaker's open time has run out and a probe
+			// reached the restarted Redis.
+			before := s.Stats().Decisions
+			if !await(5*time.Second, func() bool {
 				_, _ = l.Allow(ctx, "probe", 1)
-				time.Sleep(10 * time.Millisecond)
+				return s.Stats().Decisions > before
+			}) {
+				t.Fatalf("no recovery within 5s: %+v, events %+v", s.Stats(), ev.got)
 			}
 			slowest := ld.end()
 			t.Logf("%d calls under load, slowest %v", ld.calls.Load(), slowest)
@@ -264,17 +265,14 @@ func TestSlowRedis(t *testing.T) {
 				}
 
 				proxy.SetDelay(0)
-				deadline := time.Now().Add(5 * time.Second)
-				for {
+				// Until the breaker's open time has run out and a call
+				// was decided by Redis again.
+				if !await(5*time.Second, func() bool {
 					before := s.Stats().Decisions
-					_, err := l.Allow(ctx, "k", 1)
-					if err == nil && s.Stats().Decisions > before {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("no recovery within 5s: %v", err)
-					}
-					time.Sleep(20 * time.Millisecond)
+					_, err = l.Allow(ctx, "k", 1)
+					return err == nil && s.Stats().Decisions > before
+				}) {
+					t.Fatalf("no recovery within 5s: %v", err)
 				}
 			})
 		}

@@ -122,6 +122,30 @@ func awaitServerTime(t testing.TB, c redis.UniversalClient, at time.Time) time.T
 	}
 }
 
+// await looks at cond every few milliseconds until it holds, for at most
+// within, and reports whether it held. It is for a state the test can
+// only observe, such as a client's heartbeat or a breaker's open time
+// running out: it ends as soon as the state is there.
+func await(within time.Duration, cond func() bool) bool {
+	if cond() {
+		return true
+	}
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if cond() {
+				return true
+			}
+		case <-deadline.C:
+			return cond()
+		}
+	}
+}
+
 // farDeadline is a decision's deadline that no test reaches.
 var farDeadline = time.Now().Add(time.Hour)
 
