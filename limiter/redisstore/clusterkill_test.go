@@ -100,12 +100,24 @@ func masterKilled(t *testing.T, replicas, callers int, oneKeyEach bool) {
 		recovered     atomic.Int64 // Unix ns of the first decision on the dead master's keys after it
 		stop          atomic.Bool
 		wg            sync.WaitGroup
+		// Closed when every caller has had warmDecisions decided, when
+		// the dead master's keys are decided again, and when a decision
+		// falls in the window after the two whole windows after that.
+		warm       = make(chan struct{})
+		back       = make(chan struct{})
+		twoWindows = make(chan struct{})
+		cold       atomic.Int64
+		wholeFrom  int64 // the first whole window after recovery
+		sawWindows bool
 	)
+	const warmDecisions = 20
+	cold.Store(int64(len(limiters) * callers))
 	for r, l := range limiters {
 		for c := range callers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				decided := 0
 				for i := r*callers + c; !stop.Load(); i++ {
 					k := keys[i%len(keys)]
 					if oneKeyEach {
@@ -119,6 +131,11 @@ func masterKilled(t *testing.T, replicas, callers int, oneKeyEach bool) {
 						at = d.DecidedAt()
 					}
 					id := at.UnixMilli() / 1000
+					if err == nil {
+						if decided++; decided == warmDecisions && cold.Add(-1) == 0 {
+							close(warm)
+						}
+					}
 					mu.Lock()
 					if windows[k] == nil {
 						windows[k] = map[int64]*tally{}
@@ -138,6 +155,12 @@ func masterKilled(t *testing.T, replicas, callers int, oneKeyEach bool) {
 					after := killed.Load() != 0 && began > killed.Load()
 					if after && onDead[k] && err == nil && recovered.Load() == 0 {
 						recovered.Store(now.UnixNano())
+						wholeFrom = now.UnixMilli()/1000 + 1
+						close(back)
+					}
+					if recovered.Load() != 0 && id >= wholeFrom+2 && !sawWindows {
+						sawWindows = true
+						close(twoWindows)
 					}
 					if after && !onDead[k] && recovered.Load() == 0 {
 						live++
@@ -153,21 +176,33 @@ func masterKilled(t *testing.T, replicas, callers int, oneKeyEach bool) {
 			}()
 		}
 	}
-	time.Sleep(1500 * time.Millisecond) // load before the kill
+	// Load before the kill: every caller has been decided a few times, so
+	// every replica's client knows the slots and has dialled the masters.
+	select {
+	case <-warm:
+	case <-time.After(20 * time.Second):
+		stop.Store(true)
+		wg.Wait()
+		t.Fatalf("%d of %d callers not decided %d times in 20 s before the kill", cold.Load(), len(limiters)*callers, warmDecisions)
+	}
 	for _, n := range cl.Nodes {
 		if n.Addr() == victim {
 			killed.Store(time.Now().UnixNano())
 			n.Kill()
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for recovered.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	select {
+	case <-back:
+		// Two whole windows after recovery: they are over once a
+		// decision falls in the window after them.
+		select {
+		case <-twoWindows:
+		case <-time.After(10 * time.Second):
+			t.Errorf("no decision in the second window after recovery within 10 s")
+		}
+	case <-time.After(20 * time.Second):
 	}
 	rec := recovered.Load()
-	if rec != 0 {
-		time.Sleep(2500 * time.Millisecond) // two whole windows after recovery
-	}
 	stop.Store(true)
 	wg.Wait()
 	if rec == 0 {
