@@ -146,6 +146,18 @@ func await(within time.Duration, cond func() bool) bool {
 	}
 }
 
+// closedWithin reports whether ch is closed within d.
+func closedWithin(ch <-chan struct{}, d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-deadline.C:
+		return false
+	}
+}
+
 // farDeadline is a decision's deadline that no test reaches.
 var farDeadline = time.Now().Add(time.Hour)
 

@@ -240,23 +240,41 @@ func TestRingShardKilled(t *testing.T) {
 			}
 		}
 	}
+	// Each caller counts its decisions in each phase: 0 before the kill,
+	// 1 after it, 2 once the Ring's heartbeat has moved the dead shard's
+	// keys to the others. reached[p] is closed once every caller has had
+	// enough decisions made in phase p.
+	const enough = 20
 	var (
 		mu               sync.Mutex
 		live, liveFailed int
 		admitted         = map[string]map[int64]int{}
-		killed, stop     atomic.Bool
+		phase            atomic.Int32
+		reached          [3]chan struct{}
+		waiting          [3]atomic.Int64
+		stop             atomic.Bool
 		wg               sync.WaitGroup
 	)
+	for p := range reached {
+		reached[p] = make(chan struct{})
+		waiting[p].Store(int64(len(keys)))
+	}
 	for _, k := range keys {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var decided [3]int
 			for !stop.Load() {
-				after := killed.Load()
+				ph := phase.Load()
 				d, err := l.Allow(context.Background(), k, 1)
+				if err == nil {
+					if decided[ph]++; decided[ph] == enough && waiting[ph].Add(-1) == 0 {
+						close(reached[ph])
+					}
+				}
 				mu.Lock()
 				if !onDead[k] { // a live shard's key
-					if after {
+					if ph > 0 {
 						live++
 						if err != nil {
 							liveFailed++
@@ -273,12 +291,36 @@ func TestRingShardKilled(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(time.Second)
-	killed.Store(true)
+	halt := func() {
+		stop.Store(true)
+		wg.Wait()
+	}
+	if !closedWithin(reached[0], 10*time.Second) {
+		halt()
+		t.Fatalf("load before the kill: %d of %d callers not decided %d times in 10 s", waiting[0].Load(), len(keys), enough)
+	}
+	phase.Store(1)
 	servers[0].Kill()
-	time.Sleep(3 * time.Second) // past several heartbeats
-	stop.Store(true)
-	wg.Wait()
+	// Past the heartbeats that take the dead shard out of the Ring's
+	// hashing: its keys are routed to the live shards.
+	if !await(10*time.Second, func() bool {
+		for _, k := range keys {
+			c, err := r.GetShardClientForKey(tag(k))
+			if err != nil || onDead[k] && c.Options().Addr == dead {
+				return false
+			}
+		}
+		return true
+	}) {
+		halt()
+		t.Fatalf("the Ring still routes keys to the dead shard %s after 10 s", dead)
+	}
+	phase.Store(2)
+	if !closedWithin(reached[2], 10*time.Second) {
+		halt()
+		t.Fatalf("after the Ring moved the dead shard's keys: %d of %d callers not decided %d times in 10 s", waiting[2].Load(), len(keys), enough)
+	}
+	halt()
 	t.Logf("live shards' keys after the kill: %d decisions, %d failed; %+v", live, liveFailed, s.Stats())
 	if live == 0 || liveFailed*100 > live {
 		t.Errorf("live shards' keys: %d of %d decisions failed, want at most 1%%", liveFailed, live)
