@@ -73,26 +73,39 @@ func TestBreakerClosedAtSaturation(t *testing.T) {
 				}()
 			}
 			dial.Wait()
+			// The load runs until every caller has been answered
+			// (decided, or run out of time) turns times: the queue has
+			// turned over that often at saturation, however slow it is.
+			const turns = 5
 			var (
 				wg      sync.WaitGroup
 				stop    atomic.Bool
 				decided atomic.Int64
+				waiting atomic.Int64
+				turned  = make(chan struct{})
 			)
+			waiting.Store(callers)
 			for i := range callers {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					key := fmt.Sprintf("c%d", i)
-					for !stop.Load() {
+					for n := 1; !stop.Load(); n++ {
 						if _, err := l.Allow(context.Background(), key, 1); err == nil {
 							decided.Add(1)
+						}
+						if n == turns && waiting.Add(-1) == 0 {
+							close(turned)
 						}
 					}
 				}()
 			}
-			time.Sleep(1500 * time.Millisecond)
+			ok := closedWithin(turned, 10*time.Second)
 			stop.Store(true)
 			wg.Wait()
+			if !ok {
+				t.Fatalf("%d of %d callers answered fewer than %d times in 10 s: %+v", waiting.Load(), callers, turns, s.Stats())
+			}
 			st := s.Stats()
 			t.Logf("%s (%v): %+v", row.name, s.path, st)
 			if st.Decisions == 0 {
