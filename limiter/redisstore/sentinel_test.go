@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +22,10 @@ const (
 	failoverCallers = 16
 	failoverLimit   = 4800
 )
+
+// storeClient names the connections of the store's client in
+// TestSentinelFailover, so that the test sees which server they are on.
+const storeClient = "failover-store"
 
 // failoverRun is what one run under load saw.
 type failoverRun struct {
@@ -41,27 +47,55 @@ func (r *failoverRun) most() (int64, time.Time) {
 	return n, time.UnixMilli(at)
 }
 
-// runFailover drives l with failoverRate decisions a second on one key
-// for d, calling event (a failover) after lead, and counts what each
-// window admitted by the store's real clock.
-func runFailover(t *testing.T, l *limiter.Limiter, d, lead time.Duration, event func()) *failoverRun {
+// runFailover drives l with failoverRate decisions a second on one key,
+// and counts what each window admitted by the store's real clock. Once a
+// window has admitted the limit (the load is at full strength), it calls
+// event (a failover) as the load enters the next window, so that the
+// failover starts at the same point of a window every run, early enough
+// that the promotion a second later finds the window young. Once over
+// holds (no decision can reach the old master any more), it stops the
+// load as it enters the window after over's: over's window, the last the
+// old master could charge, is complete once the calls under way are.
+func runFailover(t *testing.T, l *limiter.Limiter, event func(), over func() bool) *failoverRun {
 	t.Helper()
 	r := &failoverRun{perWindow: map[int64]int64{}}
 	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs atomic.Int64
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		errs     atomic.Int64
+		stop     atomic.Bool
+		full     = make(chan struct{}) // closed when a window admitted the limit
+		fullOnce sync.Once
+		edge     int64         // Unix ms: a call beginning at or after it closes crossed
+		crossed  chan struct{} // nil when no edge is set
 	)
+	// nextWindow waits, for at most within, until a call of the load
+	// begins in a later window than now's, on the limiter's clock.
+	nextWindow := func(within time.Duration) bool {
+		ch := make(chan struct{})
+		w := time.Second.Milliseconds() // the policy's window
+		mu.Lock()
+		edge, crossed = (time.Now().UnixMilli()/w+1)*w, ch
+		mu.Unlock()
+		return closedWithin(ch, within)
+	}
 	start := time.Now()
 	interval := time.Duration(failoverCallers) * time.Second / failoverRate
 	for i := range failoverCallers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			next := start.Add(time.Duration(i) * time.Second / failoverRate)
-			for next.Before(start.Add(d)) {
+			// The load's rate, not a wait: each caller keeps its own
+			// schedule, so that the callers together send about
+			// failoverRate decisions a second.
+			for next := start.Add(time.Duration(i) * time.Second / failoverRate); !stop.Load(); next = next.Add(interval) {
 				time.Sleep(time.Until(next))
-				next = next.Add(interval)
+				mu.Lock()
+				if crossed != nil && time.Now().UnixMilli() >= edge {
+					close(crossed)
+					crossed = nil
+				}
+				mu.Unlock()
 				dec, err := l.Allow(context.Background(), "hot", 1)
 				if err != nil {
 					errs.Add(1)
@@ -75,18 +109,53 @@ func runFailover(t *testing.T, l *limiter.Limiter, d, lead time.Duration, event 
 					continue
 				}
 				if dec.Allowed {
+					end := dec.ResetAt.UnixMilli()
 					mu.Lock()
-					r.perWindow[dec.ResetAt.UnixMilli()]++
+					if r.perWindow[end]++; r.perWindow[end] >= failoverLimit {
+						fullOnce.Do(func() { close(full) })
+					}
 					mu.Unlock()
 				}
 			}
 		}()
 	}
-	time.Sleep(time.Until(start.Add(lead)))
+	halt := func() {
+		stop.Store(true)
+		wg.Wait()
+		r.errors = errs.Load()
+	}
+	if !closedWithin(full, 10*time.Second) || !nextWindow(10*time.Second) {
+		halt()
+		most, _ := r.most()
+		t.Fatalf("most admitted in one window: got %d in 10 s, want the load to reach the limit %d", most, failoverLimit)
+	}
 	event()
-	wg.Wait()
-	r.errors = errs.Load()
+	if !await(20*time.Second, over) {
+		halt()
+		t.Fatalf("the failover was not over for the store within 20 s")
+	}
+	if !nextWindow(10 * time.Second) {
+		halt()
+		t.Fatalf("no call in the window after the failover's within 10 s")
+	}
+	halt()
 	return r
+}
+
+// oldMasterServes reports whether c, a client of the old master, still
+// has a connection named name (the store's client's) and is a master:
+// whether it may still take the store's charges.
+func oldMasterServes(c *redis.Client, name string) bool {
+	ctx := context.Background()
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return true // not known: ask again
+	}
+	if strings.Contains(info, "role:slave") {
+		return false
+	}
+	list, err := c.ClientList(ctx).Result()
+	return err != nil || strings.Contains(list, " name="+name+" ")
 }
 
 // TestSentinelFailover measures what a Sentinel failover costs the limit:
@@ -125,6 +194,7 @@ func TestSentinelFailover(t *testing.T) {
 				ContextTimeoutEnabled: true,
 				DialTimeout:           200 * time.Millisecond,
 				PoolSize:              64,
+				ClientName:            storeClient,
 			})
 			t.Cleanup(func() { client.Close() })
 			s, err := New(client, WithPrefix(testPrefix(t)), WithTimeout(time.Second))
@@ -139,14 +209,26 @@ func TestSentinelFailover(t *testing.T) {
 			t.Cleanup(func() { l.Close() })
 
 			old := g.MasterAddr(t)
+			oldMaster := redistest.Client(t, g.Master.Addr())
+			sentinel := g.Sentinel(t)
 			var switched time.Time
-			r := runFailover(t, l, 6*time.Second, 2*time.Second, func() {
+			r := runFailover(t, l, func() {
 				if tc.kill {
 					g.Master.Kill()
-				} else if err := g.Sentinel(t).Failover(context.Background(), redistest.SentinelMaster).Err(); err != nil {
+				} else if err := sentinel.Failover(context.Background(), redistest.SentinelMaster).Err(); err != nil {
 					t.Errorf("SENTINEL FAILOVER: %v", err)
 				}
 				switched = time.Now()
+			}, func() bool {
+				// Over once the sentinels name another master and, when
+				// the old one still runs, it holds no connection of the
+				// store's client (which drops them when it learns of the
+				// switch) or has been made a replica.
+				a, err := sentinel.GetMasterAddrByName(context.Background(), redistest.SentinelMaster).Result()
+				if err != nil || net.JoinHostPort(a[0], a[1]) == old {
+					return false
+				}
+				return tc.kill || !oldMasterServes(oldMaster, storeClient)
 			})
 			if now := g.MasterAddr(t); now == old {
 				t.Fatalf("no failover: the master is still %s", now)
