@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,10 +222,12 @@ func TestClusterMigrationUnderLoad(t *testing.T) {
 				}()
 			}
 			// Each phase lasts until the callers have made 200 more
-			// decisions, whatever the machine's speed.
+			// decisions, whatever the machine's speed (10 s at most: a
+			// stall fails the test rather than hanging it).
 			pause := func() {
-				for start := decided.Load(); decided.Load() < start+200; {
-					runtime.Gosched()
+				start := decided.Load()
+				if !await(10*time.Second, func() bool { return decided.Load() >= start+200 }) {
+					t.Fatalf("the callers made %d decisions in 10 s, want 200", decided.Load()-start)
 				}
 			}
 			pause()

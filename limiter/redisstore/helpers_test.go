@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -189,12 +188,9 @@ func (p path) String() string {
 // handshake with the code under test instead of a fixed sleep.
 func awaitErrors(t testing.TB, addr, prefix string, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); runtime.Gosched() {
-		if redistest.ErrorCount(t, addr, prefix) > n {
-			return
-		}
+	if !await(5*time.Second, func() bool { return redistest.ErrorCount(t, addr, prefix) > n }) {
+		t.Errorf("no %s from %s within 5 s", prefix, addr)
 	}
-	t.Errorf("no %s from %s within 5 s", prefix, addr)
 }
 
 // worst returns the worst of a store's health by node (Healthy for none).
