@@ -136,11 +136,11 @@ end
 return out
 `)
 
-// floor decides with floorScript, batched as the store batches: a
-// decision that finds fewer than inFlight rounds running starts one, the
-// others queue, and each round takes up to 64 queued decisions, one call
-// per server (on a Cluster, per master, keys in ARGV, the masters in
-// parallel, half as many rounds: the store's defaults).
+// floor decides with floorScript, batched as the store batches (its
+// defaults): a decision that finds fewer than 2 rounds running starts
+// one, or fewer than 4 while 64 decisions are queued; the others queue,
+// and each round takes up to 64 queued decisions, one call per server (on
+// a Cluster, per master, keys in ARGV, the masters in parallel).
 func floor(b *testing.B, c goredis.UniversalClient, sh shape, limit int64) func(context.Context, string) (bool, error) {
 	ctx := context.Background()
 	if err := floorScript.Load(ctx, c).Err(); err != nil {
@@ -153,13 +153,10 @@ func floor(b *testing.B, c goredis.UniversalClient, sh shape, limit int64) func(
 			b.Fatal(err)
 		}
 	}
-	fb := &floorBatcher{c: c, size: 64, inFlight: 4, server: sh.server,
+	fb := &floorBatcher{c: c, size: 64, inFlight: 2, server: sh.server,
 		prefix: "bench-floor:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"}
 	for _, r := range sh.rates(limit) {
 		fb.rates = append(fb.rates, r.Limit, r.Window.Milliseconds())
-	}
-	if _, ok := c.(*goredis.ClusterClient); ok {
-		fb.inFlight = 2
 	}
 	b.Cleanup(fb.wg.Wait)
 	return func(ctx context.Context, key string) (bool, error) {
@@ -195,7 +192,7 @@ func (fb *floorBatcher) do(ctx context.Context, key string) (bool, error) {
 	fc.key = key
 	fb.mu.Lock()
 	fb.queue = append(fb.queue, fc)
-	start := fb.running < fb.inFlight
+	start := fb.running < fb.inFlight || fb.running < 2*fb.inFlight && len(fb.queue) >= fb.size
 	if start {
 		fb.running++
 		fb.wg.Add(1)

@@ -15,7 +15,10 @@ import (
 // are in, takes up to size queued decisions into the next. Under light
 // load a decision goes out at once, alone; under heavy load rounds carry
 // many decisions, which cuts both the client's and the server's cost per
-// decision. The Plain path is the same loop with rounds of one.
+// decision. While a whole round's worth (size) is queued, rounds start up
+// to twice inFlight: work enough to fill them is waiting, and a slow link
+// carries more decisions per round trip that way. The Plain path is the
+// same loop with rounds of one.
 //
 // More rounds start when queueing would outlast the timeout, from the
 // measured round trip: a decision that would wait for the running rounds'
@@ -96,7 +99,8 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64, dead
 		return result{}, limiter.ErrClosed
 	}
 	b.queue = append(b.queue, c)
-	start := b.running < b.inFlight
+	start := b.running < b.inFlight ||
+		b.running < min(2*b.inFlight, b.maxInFlight) && len(b.queue) >= b.size
 	linger := !start && b.running < b.maxInFlight && b.late(len(b.queue))
 	if start || linger {
 		b.running++

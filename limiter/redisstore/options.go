@@ -17,7 +17,7 @@ const (
 	defaultBreakerOpen     = time.Second
 	defaultCacheSize       = 1 << 14
 	defaultBatchSize       = 64
-	defaultBatchInFlight   = 4
+	defaultBatchInFlight   = 2
 	// maxBatchSize bounds withBatching's size: the script unpacks every
 	// key of a call onto Lua's stack (at most 4 windows per request).
 	maxBatchSize = 1024
@@ -208,10 +208,9 @@ func WithOverLimitCache(n int) Option { return func(c *config) { c.cacheSize = n
 // size decisions per round (default 64, at most 1024), which makes one
 // script call on a single node (or Sentinel's master) and one per master
 // (per shard) on a Cluster (a Ring), and inFlight rounds at once (default
-// 4; half as many, at least 1, on a Cluster or a Ring) while the round
-// trip is short beside the timeout. More rounds start, up to the
-// connections of the pool, when a burst on a slow link would otherwise
-// wait past the timeout.
+// 2), twice as many while a whole round's worth is queued. More rounds
+// start, up to the connections of the pool, when a burst on a slow link
+// would otherwise wait past the timeout.
 func withBatching(size, inFlight int) Option {
 	return func(c *config) { c.batchSize, c.batchInFlight = size, inFlight }
 }

@@ -120,18 +120,17 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		if s.path == pathPlain {
 			break
 		}
-		// A round already runs a call on every master it touches, in
-		// parallel: half as many rounds as on one node keep the masters
-		// as busy with larger calls (measured on three masters, 64
-		// callers, decisions/s: 1 round 83k, 2 rounds 88k, 4 rounds
-		// 77k); likewise on a Ring (2 rounds 88.6k, 4 rounds 73.4k).
-		// Each round holds one connection per server.
-		inFlight, pool = max(1, inFlight/2), perNodePool(c.Options().PoolSize)
+		// A round runs a call on every master it touches, in parallel,
+		// and holds one connection per server. Two rounds keep the
+		// masters busiest (three masters, 64 callers, decisions/s: 1
+		// round 83k, 2 rounds 88k, 4 rounds 77k), as on a Ring (2 rounds
+		// 88.6k, 4 rounds 73.4k) and on one node (docs/performance.md).
+		pool = perNodePool(c.Options().PoolSize)
 	case *redis.Ring:
 		if s.path == pathPlain {
 			break
 		}
-		inFlight, pool = max(1, inFlight/2), perNodePool(c.Options().PoolSize)
+		pool = perNodePool(c.Options().PoolSize)
 	}
 	if s.path == pathPlain { // rounds of one, as many as the pools hold
 		size, inFlight = 1, max(pool, 1)
