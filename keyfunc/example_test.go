@@ -75,18 +75,7 @@ func ExampleHeader() {
 }
 
 func ExampleJoin() {
-	host, err := keyfunc.RemoteHost()
-	if err != nil {
-		panic(err)
-	}
-	route, err := keyfunc.RoutePattern()
-	if err != nil {
-		panic(err)
-	}
-	key, err := keyfunc.Join(host, route)
-	if err != nil {
-		panic(err)
-	}
+	key := keyfunc.Must(keyfunc.Join(keyfunc.Must(keyfunc.RemoteHost()), keyfunc.RoutePattern()))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /users/{id}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Println(key(r))
@@ -133,14 +122,7 @@ func ExampleFirst() {
 	if err != nil {
 		panic(err)
 	}
-	byAddr, err := keyfunc.RemoteHost()
-	if err != nil {
-		panic(err)
-	}
-	key, err := keyfunc.First(byUser, byAddr)
-	if err != nil {
-		panic(err)
-	}
+	key := keyfunc.Must(keyfunc.First(byUser, keyfunc.Must(keyfunc.RemoteHost())))
 
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.RemoteAddr = "203.0.113.7:52139"
@@ -153,4 +135,25 @@ func ExampleFirst() {
 	// 203.0.113.7 <nil>
 	// user:42 <nil>
 	// user:203.0.113.7 <nil>
+}
+
+// Key functions fixed in code take one expression each with Must, which
+// panics, at start-up, where the constructor would have returned an error.
+func ExampleMust() {
+	key := keyfunc.Must(keyfunc.First(
+		keyfunc.Must(keyfunc.Header("X-API-Key")), // by API key when the request has one,
+		keyfunc.Must(keyfunc.RemoteHost()),        // by address otherwise
+	))
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "203.0.113.7:52139"
+	fmt.Println(key(r))
+	r.Header.Set("X-API-Key", "k-123")
+	fmt.Println(key(r))
+
+	defer func() { fmt.Println("panic:", recover()) }()
+	keyfunc.Must(keyfunc.Header("X API Key")) // not a header name
+	// Output:
+	// 203.0.113.7 <nil>
+	// hdr:X-Api-Key:k-123 <nil>
+	// panic: keyfunc: invalid option: Header: header name "X API Key" is not a valid field name
 }

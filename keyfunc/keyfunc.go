@@ -53,3 +53,21 @@ func clip(s string) string {
 	}
 	return s[:maxQuoted] + "..."
 }
+
+// Must returns f and panics if err is not nil, so that a key function
+// built from values fixed in code takes one expression, as
+// text/template.Must does for templates:
+//
+//	apiKey := keyfunc.Must(keyfunc.Header("X-API-Key"))
+//	key := keyfunc.Must(keyfunc.First(apiKey, keyfunc.Must(keyfunc.RemoteHost())))
+//
+// It wraps every fallible constructor of this package and of chikey,
+// which all return (Func, error). Where an argument comes from
+// configuration (a header name, trusted prefixes read at start-up),
+// handle the error instead: its text names what is wrong.
+func Must(f Func, err error) Func {
+	if err != nil {
+		panic(err)
+	}
+	return f
+}

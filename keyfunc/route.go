@@ -23,10 +23,9 @@ import (
 //
 // A route pattern alone makes one budget for all clients of a route; Join
 // it with a client key for a per-client, per-route budget. RoutePattern
-// takes no argument and never fails; it returns an error, always nil, as
-// every constructor of this package does.
-func RoutePattern() (Func, error) {
-	return routePattern, nil
+// takes no argument and cannot fail, so it returns the Func alone.
+func RoutePattern() Func {
+	return routePattern
 }
 
 func routePattern(r *http.Request) (string, error) {

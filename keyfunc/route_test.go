@@ -23,7 +23,7 @@ func serveKey(t *testing.T, mount func(http.Handler) http.Handler, f Func, r *ht
 }
 
 func TestRoutePattern(t *testing.T) {
-	f := must(t)(RoutePattern())
+	f := RoutePattern()
 	chiRouter := func(h http.Handler) http.Handler {
 		r := chi.NewRouter()
 		r.Route("/api", func(r chi.Router) {
@@ -61,7 +61,7 @@ func TestRoutePattern(t *testing.T) {
 // chi's root r.Use: there the pattern is still empty, and RoutePattern
 // reports it instead of keying every route alike.
 func TestRoutePatternBeforeRouting(t *testing.T) {
-	f := must(t)(RoutePattern())
+	f := RoutePattern()
 	var err error
 	r := chi.NewRouter()
 	r.Use(func(next http.Handler) http.Handler {
@@ -79,7 +79,7 @@ func TestRoutePatternBeforeRouting(t *testing.T) {
 // reported as ErrMisconfigured (and ErrNoKey), so that the middleware can
 // answer 500 rather than blame the client.
 func TestRoutePatternMisconfigured(t *testing.T) {
-	f := must(t)(RoutePattern())
+	f := RoutePattern()
 	chiRoot := func(h http.Handler) http.Handler {
 		r := chi.NewRouter()
 		r.Use(func(http.Handler) http.Handler { return h }) // before routing
@@ -123,9 +123,9 @@ func TestMisconfiguredStopsFirstAndJoin(t *testing.T) {
 		f       Func
 		wantKey string // "" means an error wrapping ErrMisconfigured
 	}{
-		{"first_route_then_host", must(t)(First(must(t)(RoutePattern()), host)), ""},
-		{"first_host_then_route_resolves", must(t)(First(host, must(t)(RoutePattern()))), "203.0.113.7"},
-		{"join_host_route", must(t)(Join(host, must(t)(RoutePattern()))), ""},
+		{"first_route_then_host", must(t)(First(RoutePattern(), host)), ""},
+		{"first_host_then_route_resolves", must(t)(First(host, RoutePattern())), "203.0.113.7"},
+		{"join_host_route", must(t)(Join(host, RoutePattern())), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -116,6 +116,17 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 	return l, nil
 }
 
+// MustNew is New that panics on error, for a limiter whose policy and
+// options are fixed in code, as MustPolicy is for policies. A store made
+// at run time (Redis) is better checked: call New and handle its error.
+func MustNew(p *Policy, opts ...Option) *Limiter {
+	l, err := New(p, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
 // Allow decides whether key may spend cost now, and charges it if so. A
 // refusal is a Decision with Allowed false and a nil error. A cost above
 // the limit is refused without charge. Errors report a cost ≤ 0 or an empty

@@ -144,6 +144,18 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 	}, nil
 }
 
+// MustNew is New that panics on error, for middleware whose limiter and
+// options are fixed in code:
+//
+//	login := middleware.MustNew(limiter.MustNew(limiter.MustPolicy("login", limiter.PerMinute(5))))
+func MustNew(l Limiter, opts ...Option) func(http.Handler) http.Handler {
+	mw, err := New(l, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return mw
+}
+
 // ServeHTTP resolves every key first, so that a request whose identity is
 // incomplete charges nothing, then decides limiter by limiter up to the
 // first refusal, enforced or shadow. The decisions join those of the

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +29,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type call struct {
 	method, path string
+	hdr, form    string // an X-API-Key header; a password form value
 	wantCode     int
 	wantLimit    string
 }
@@ -33,64 +40,98 @@ func TestRoutes(t *testing.T) {
 		calls []call
 	}{
 		{"group_shares_one_budget_over_its_routes", append(
-			repeat(call{"GET", "/api/items", 200, "10"}, 5),
-			append(repeat(call{"GET", "/api/items/7", 200, "10"}, 5),
-				call{"GET", "/api/items", 429, "10"}, call{"GET", "/api/items/8", 429, "10"})...)},
-		{"with_limits_login_alone", append(
-			repeat(call{"POST", "/api/login", 200, "3"}, 3),
-			call{"POST", "/api/login", 429, "3"}, call{"GET", "/healthz", 200, ""})},
+			repeat(call{"GET", "/items", "", "", 200, "10"}, 5),
+			append(repeat(call{"GET", "/items/7", "", "", 200, "10"}, 5),
+				call{"GET", "/items", "", "", 429, "10"}, call{"GET", "/items/8", "", "", 429, "10"})...)},
+		{"login_counts_failures_only", append(append(
+			repeat(call{"POST", "/login", "", "open sesame", 200, "3"}, 5),
+			repeat(call{"POST", "/login", "", "guess", 401, "3"}, 3)...),
+			call{"POST", "/login", "", "open sesame", 429, "3"}, call{"GET", "/healthz", "", "", 200, ""})},
+		{"api_key_then_address_each_its_own_budget", append(append(
+			repeat(call{"GET", "/api/quota", "k-1", "", 200, "100"}, 100),
+			call{"GET", "/api/quota", "k-1", "", 429, "100"},
+			call{"GET", "/api/quota", "k-2", "", 200, "100"}),
+			call{"GET", "/api/quota", "", "", 200, "100"})},
 		{"route_pattern_key_one_budget_for_every_id", []call{
-			{"GET", "/api/users/1", 200, "5"}, {"GET", "/api/users/2", 200, "5"}, {"GET", "/api/users/3", 200, "5"},
-			{"GET", "/api/users/1", 200, "5"}, {"GET", "/api/users/42", 200, "5"}, {"GET", "/api/users/5", 429, "5"},
+			{"GET", "/users/1", "", "", 200, "5"}, {"GET", "/users/2", "", "", 200, "5"}, {"GET", "/users/3", "", "", 200, "5"},
+			{"GET", "/users/1", "", "", 200, "5"}, {"GET", "/users/42", "", "", 200, "5"}, {"GET", "/users/5", "", "", 429, "5"},
 		}},
-		{"healthz_never_limited", repeat(call{"GET", "/healthz", 200, ""}, 20)},
+		{"healthz_never_limited", repeat(call{"GET", "/healthz", "", "", 200, ""}, 20)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t)
 			for i, c := range tt.calls {
-				code, limit := do(t, c.method, srv.URL+c.path)
-				if code != c.wantCode || limit != c.wantLimit {
+				res := do(t, c, srv.URL)
+				if res.StatusCode != c.wantCode || res.Header.Get("X-RateLimit-Limit") != c.wantLimit {
 					t.Fatalf("%s %s (call %d): %d with X-RateLimit-Limit %q, want %d and %q",
-						c.method, c.path, i+1, code, limit, c.wantCode, c.wantLimit)
+						c.method, c.path, i+1, res.StatusCode, res.Header.Get("X-RateLimit-Limit"), c.wantCode, c.wantLimit)
 				}
 			}
 		})
 	}
 }
 
+// TestQuotaBody: the handler reads the decision its headers describe.
+func TestQuotaBody(t *testing.T) {
+	srv := newServer(t)
+	for i := 1; i <= 3; i++ {
+		res := do(t, call{method: "GET", path: "/api/quota", hdr: "k-9"}, srv.URL)
+		var got map[string]int64
+		if err := json.NewDecoder(res.Body).Decode(&got); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int64{"limit": 100, "remaining": 100 - int64(i), "reset": start.Truncate(time.Minute).Add(time.Minute).Unix()}
+		if !maps.Equal(got, want) {
+			t.Fatalf("request %d: body %v, want %v", i, got, want)
+		}
+		if h := res.Header.Get("X-RateLimit-Remaining"); h != strconv.FormatInt(want["remaining"], 10) {
+			t.Fatalf("request %d: X-RateLimit-Remaining %q, body says %d", i, h, want["remaining"])
+		}
+	}
+}
+
+var start = time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)
+
 // newServer serves a fresh router, with fresh counters, on a fake clock.
 func newServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	store, err := limiter.NewMemoryStore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	r, err := newRouter(limiter.WithStore(store), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(r)
+	srv := httptest.NewServer(newRouter(limiter.WithClock(limitertest.New(start))))
 	t.Cleanup(srv.Close)
 	return srv
 }
 
-func do(t *testing.T, method, url string) (int, string) {
+// do sends c to the server at base and returns the response, its body
+// read into memory.
+func do(t *testing.T, c call, base string) *http.Response {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	var body io.Reader
+	if c.form != "" {
+		body = strings.NewReader(url.Values{"password": {c.form}}.Encode())
+	}
+	req, err := http.NewRequestWithContext(ctx, c.method, base+c.path, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.form != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if c.hdr != "" {
+		req.Header.Set("X-API-Key", c.hdr)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	_, _ = io.Copy(io.Discard, res.Body)
-	return res.StatusCode, res.Header.Get("X-RateLimit-Limit")
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body = io.NopCloser(bytes.NewReader(b))
+	return res
 }
 
 func repeat(c call, n int) []call {
@@ -106,26 +147,14 @@ func repeat(c call, n int) []call {
 // mistake (keyfunc.ErrMisconfigured, 500), rather than pooled into one
 // bucket shared by all routes.
 func TestRoutePatternBeforeRoutingIsMisconfigured(t *testing.T) {
-	store, err := limiter.NewMemoryStore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	route, err := keyfunc.RoutePattern()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw, err := limit([]limiter.Option{limiter.WithStore(store), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)))},
-		limiter.MustPolicy("misplaced", limiter.PerMinute(5)), middleware.WithKey(route))
-	if err != nil {
-		t.Fatal(err)
-	}
+	mw := middleware.MustNew(limiter.MustNew(limiter.MustPolicy("misplaced", limiter.PerMinute(5)),
+		limiter.WithClock(limitertest.New(start))), middleware.WithKey(keyfunc.RoutePattern()))
 	r := chi.NewRouter()
 	r.Use(mw)
-	r.Get("/api/users/{id}", reply("user"))
+	r.Get("/api/users/{id}", text("user"))
 	srv := httptest.NewServer(r)
 	defer srv.Close()
-	if code, _ := do(t, "GET", srv.URL+"/api/users/1"); code != http.StatusInternalServerError {
-		t.Fatalf("status = %d, want 500", code)
+	if res := do(t, call{method: "GET", path: "/api/users/1"}, srv.URL); res.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("status = %d, want 500", res.StatusCode)
 	}
 }

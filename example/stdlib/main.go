@@ -72,18 +72,7 @@ func newMux(opts ...limiter.Option) (*http.ServeMux, error) {
 	if err != nil {
 		return nil, err
 	}
-	host, err := keyfunc.RemoteHost()
-	if err != nil {
-		return nil, err
-	}
-	route, err := keyfunc.RoutePattern()
-	if err != nil {
-		return nil, err
-	}
-	clientOnRoute, err := keyfunc.Join(route, host)
-	if err != nil {
-		return nil, err
-	}
+	clientOnRoute := keyfunc.Must(keyfunc.Join(keyfunc.RoutePattern(), keyfunc.Must(keyfunc.RemoteHost())))
 	perRoute, err := limit(opts, limiter.MustPolicy("users", limiter.PerMinute(5)),
 		middleware.WithKey(clientOnRoute))
 	if err != nil {

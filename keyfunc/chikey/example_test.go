@@ -16,18 +16,7 @@ import (
 // it found; keyfunc.RoutePattern reads the pattern of the route chi
 // matched.
 func ExampleClientIP() {
-	client, err := chikey.ClientIP()
-	if err != nil {
-		panic(err)
-	}
-	route, err := keyfunc.RoutePattern()
-	if err != nil {
-		panic(err)
-	}
-	key, err := keyfunc.Join(client, route)
-	if err != nil {
-		panic(err)
-	}
+	key := keyfunc.Must(keyfunc.Join(keyfunc.Must(chikey.ClientIP()), keyfunc.RoutePattern()))
 	r := chi.NewRouter()
 	r.Use(middleware.ClientIPFromXFF("10.0.0.0/8"))
 	r.Get("/users/{id}", func(w http.ResponseWriter, r *http.Request) {
