@@ -25,7 +25,9 @@
 //   - the limiter could not decide (a store failing, a cancelled request):
 //     answers 500 with a generic body, never the error's text, or calls the
 //     wrapped handler when WithFailOpen is set;
-//   - the key could not be resolved: answers 400 (or a custom handler). A
+//   - the key could not be resolved (the key function's error wraps
+//     keyfunc.ErrNoKey): answers 400 (or a custom handler); any other
+//     key function error is the server's, 500 (see WithKey). A
 //     client without a key is never pooled into a bucket shared by all.
 //     Where anonymous clients are welcome, give the key function a
 //     fallback: WithKey with keyfunc.First(principal, remoteHost) keys a
@@ -45,7 +47,9 @@
 //
 // A key function installed where it cannot work (keyfunc.RoutePattern
 // before routing, chikey.ClientIP without chi's ClientIPFrom*) is the
-// server's mistake: 500, reported as Misconfigured. A request whose
+// server's mistake: 500, reported as Misconfigured; so is a key function
+// that fails for a reason of its own (an error not wrapping
+// keyfunc.ErrNoKey: its database is down): 500, reported as KeyFailed. A request whose
 // client left before the limiter decided is not admitted, even with
 // WithFailOpen: 499, reported as Canceled.
 //

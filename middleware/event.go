@@ -23,8 +23,10 @@ const (
 	// Error: the limiter could not decide. The request was answered by
 	// the error handler, or passed on if Event.FailOpen is set.
 	Error
-	// KeyError: the request's key could not be resolved; no limiter was
-	// asked.
+	// KeyError: the request's key could not be resolved: the key
+	// function's error wraps keyfunc.ErrNoKey (the client sent no API
+	// key, its address is not one), or it returned "". No limiter was
+	// asked; the request was answered by the key error handler (400).
 	KeyError
 	// Misconfigured: the key function cannot work where the server
 	// installed it (its error wraps keyfunc.ErrMisconfigured:
@@ -43,6 +45,13 @@ const (
 	// does not count, the limiter was asked to return the charge. Err is
 	// the refund's error, if it failed (the charge then stays).
 	Refunded
+	// KeyFailed: the key function failed with an error that does not
+	// wrap keyfunc.ErrNoKey: not a client without a key but the key
+	// function's own failure (the database it looks API keys up in is
+	// down, say), the server's fault. No limiter was asked; the request
+	// was answered by the error handler (500), with or without
+	// WithFailOpen, which concerns the limiter alone.
+	KeyFailed
 )
 
 var outcomeNames = [...]string{
@@ -54,6 +63,7 @@ var outcomeNames = [...]string{
 	Misconfigured: "misconfigured",
 	Canceled:      "canceled",
 	Refunded:      "refunded",
+	KeyFailed:     "key_failed",
 }
 
 // String returns the outcome's name in snake case ("shadow_denied"), as
@@ -72,7 +82,8 @@ type Event struct {
 	// Request is the request being limited. An observer must not keep it
 	// after returning.
 	Request *http.Request
-	// Key is the key the limiter was asked about; empty for KeyError.
+	// Key is the key the limiter was asked about; empty for KeyError,
+	// KeyFailed and Misconfigured.
 	// It identifies a client: log it with care and never use it as a
 	// metric label.
 	Key string
@@ -81,16 +92,17 @@ type Event struct {
 	// Outcome is what became of the request under this limiter.
 	Outcome Outcome
 	// Decision is the limiter's answer (for Refunded, the one refunded);
-	// the zero Decision for Error, Canceled, KeyError and Misconfigured.
+	// the zero Decision for Error, Canceled, KeyError, KeyFailed and
+	// Misconfigured.
 	Decision limiter.Decision
 	// Err is the limiter's error for Error and Canceled, the key
-	// function's for KeyError and Misconfigured (it says what is set up
-	// wrong), the refund's for a Refunded that failed, and nil otherwise.
+	// function's for KeyError, KeyFailed and Misconfigured (it says what
+	// is set up wrong), the refund's for a Refunded that failed, and nil otherwise.
 	Err error
 	// FailOpen reports that an error let the request through.
 	FailOpen bool
 	// Duration is how long the limiter took to answer; zero for
-	// KeyError, Misconfigured and Refunded.
+	// KeyError, KeyFailed, Misconfigured and Refunded.
 	Duration time.Duration
 }
 

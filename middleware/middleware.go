@@ -277,13 +277,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // keyFailed answers a request whose rule i found no key: 400 for a client
-// that cannot be identified, the error handler's 500 for a key function
-// the server installed where it cannot work.
+// that cannot be identified (an error wrapping keyfunc.ErrNoKey), the
+// error handler's 500 for a key function the server installed where it
+// cannot work, and for any other error, which is the key function's own
+// failure (its database is down, say) and not the client's.
 func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, i int, err error) {
 	c := h.cfg
 	outcome, answer := KeyError, c.onKeyError
-	if errors.Is(err, keyfunc.ErrMisconfigured) {
+	switch {
+	case errors.Is(err, keyfunc.ErrMisconfigured):
 		outcome, answer = Misconfigured, c.onError
+	case !errors.Is(err, keyfunc.ErrNoKey):
+		outcome, answer = KeyFailed, c.onError
 	}
 	if c.observe != nil {
 		c.observe(Event{Request: r, Policy: c.rules[i].lim.Policy(), Outcome: outcome, Err: err})

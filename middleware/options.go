@@ -92,8 +92,22 @@ func (c *config) check() error {
 }
 
 // WithKey sets how the limiter passed to New keys a request (default
-// keyfunc.RemoteHost with its defaults). A key function that fails, or
-// returns "", sends the request to the key error handler.
+// keyfunc.RemoteHost with its defaults). What the key function's error
+// means decides the answer:
+//
+//   - it wraps keyfunc.ErrNoKey (the client sent no API key, its address
+//     is not one), or the key is "": the client cannot be identified,
+//     answered 400 by the key error handler (WithKeyErrorHandler) and
+//     reported as KeyError;
+//   - it wraps keyfunc.ErrMisconfigured: the key function cannot work
+//     where it is installed, answered 500 by the error handler and
+//     reported as Misconfigured;
+//   - any other error is the key function's own failure (the database it
+//     looks keys up in is down): the server's fault, answered 500 by the
+//     error handler and reported as KeyFailed.
+//
+// A key function of your own should wrap keyfunc.ErrNoKey, as every
+// built-in does, when the request carries no usable identity.
 func WithKey(f keyfunc.Func) Option {
 	return func(c *config) { c.key, c.given = f, c.given|givenKey }
 }
@@ -147,8 +161,9 @@ func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, d *limiter
 }
 
 // WithErrorHandler replaces the default answer to a limiter that could not
-// decide, and to a key function that is misconfigured (the error wraps
-// keyfunc.ErrMisconfigured): 500 Internal Server Error with a generic
+// decide, to a key function that is misconfigured (the error wraps
+// keyfunc.ErrMisconfigured) and to one that failed otherwise than for
+// want of a key (see WithKey): 500 Internal Server Error with a generic
 // body. err may carry internal detail (addresses, keys): log it, do not
 // send it to the client.
 func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
@@ -157,7 +172,8 @@ func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error))
 
 // WithKeyErrorHandler replaces the default answer to a request whose key
 // could not be resolved: 400 Bad Request with a generic body. err wraps
-// keyfunc.ErrNoKey when the key function follows that contract. To limit
+// keyfunc.ErrNoKey (or is the error of an empty key, which does too); a
+// key function's other errors go to the error handler (see WithKey). To limit
 // such requests by another key instead of answering them, use a key
 // function with a fallback, keyfunc.First. As with WithErrorHandler, err
 // is for the log, not for the client.

@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,6 +33,9 @@ func TestMisconfiguredKeyIs500(t *testing.T) {
 		t.Fatal(err)
 	}
 	route := keyfunc.RoutePattern()
+	// A key function of the user's own whose backend is down: not the
+	// client's fault.
+	dbDown := func(*http.Request) (string, error) { return "", errors.New("tenant lookup: db down") }
 	tests := []struct {
 		name        string
 		route       func(mw func(http.Handler) http.Handler) http.Handler
@@ -72,6 +76,17 @@ func TestMisconfiguredKeyIs500(t *testing.T) {
 		{"no_api_key_is_the_clients_400", func(mw func(http.Handler) http.Handler) http.Handler {
 			return mw(&okHandler{})
 		}, apiKey, nil, 400, middleware.KeyError, "no X-Api-Key header"},
+		{"key_lookup_failing_is_the_servers_500", func(mw func(http.Handler) http.Handler) http.Handler {
+			return mw(&okHandler{})
+		}, dbDown, nil, 500, middleware.KeyFailed, "db down"},
+		{"key_lookup_failing_fail_open_still_500", func(mw func(http.Handler) http.Handler) http.Handler {
+			return mw(&okHandler{})
+		}, dbDown, []middleware.Option{middleware.WithFailOpen()}, 500, middleware.KeyFailed, "db down"},
+		{"key_lookup_no_such_key_is_the_clients_400", func(mw func(http.Handler) http.Handler) http.Handler {
+			return mw(&okHandler{})
+		}, func(*http.Request) (string, error) {
+			return "", fmt.Errorf("tenant lookup: unknown API key: %w", keyfunc.ErrNoKey)
+		}, nil, 400, middleware.KeyError, "unknown API key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -181,6 +181,8 @@ func logEvents(log *slog.Logger) middleware.Observer {
 			log.Error("limiter failed", "policy", e.Policy.Name(), "fail_open", e.FailOpen, "err", e.Err)
 		case middleware.KeyError:
 			log.Warn("no rate-limit key", "remote_addr", e.Request.RemoteAddr, "err", e.Err)
+		case middleware.KeyFailed, middleware.Misconfigured:
+			log.Error("key function failed", "policy", e.Policy.Name(), "err", e.Err)
 		}
 	}
 }

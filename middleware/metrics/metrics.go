@@ -107,7 +107,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: c.namespace,
 			Name:      "decisions_total",
-			Help:      "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded).",
+			Help:      "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed).",
 		}, []string{"policy", "outcome"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: c.namespace,
@@ -157,7 +157,7 @@ func timed(e middleware.Event) bool {
 	switch e.Outcome {
 	case middleware.Allowed, middleware.Denied, middleware.ShadowDenied, middleware.Error:
 		return true
-	case middleware.KeyError:
+	case middleware.KeyError, middleware.KeyFailed, middleware.Misconfigured:
 		return false
 	}
 	return e.Duration > 0

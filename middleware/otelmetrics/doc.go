@@ -8,7 +8,7 @@
 // Instruments, attributed by policy name and never by key, address or
 // user (attributes that would identify clients and grow without bound):
 //
-//	ratelimit.decisions          int64 counter     ratelimit.policy, ratelimit.outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded)
+//	ratelimit.decisions          int64 counter     ratelimit.policy, ratelimit.outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed)
 //	ratelimit.store.errors       int64 counter     ratelimit.policy, ratelimit.reason (reason.Of: timeout, unavailable, circuit_open, out_of_memory, ...)
 //	ratelimit.decision.duration  float64 histogram ratelimit.policy; seconds, buckets from 50µs to 1s
 //	ratelimit.store.health       float64 gauge     ratelimit.store.node; 1 healthy, 0.5 probing, 0 unavailable

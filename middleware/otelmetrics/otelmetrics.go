@@ -113,7 +113,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	var errs [4]error
 	m.decisions, errs[0] = meter.Int64Counter("ratelimit.decisions",
 		metric.WithUnit("{decision}"),
-		metric.WithDescription("Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded)."))
+		metric.WithDescription("Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed)."))
 	m.errors, errs[1] = meter.Int64Counter("ratelimit.store.errors",
 		metric.WithUnit("{error}"),
 		metric.WithDescription("Decisions the limiter could not make, by policy and reason."))
@@ -164,7 +164,7 @@ func timed(e middleware.Event) bool {
 	switch e.Outcome {
 	case middleware.Allowed, middleware.Denied, middleware.ShadowDenied, middleware.Error:
 		return true
-	case middleware.KeyError:
+	case middleware.KeyError, middleware.KeyFailed, middleware.Misconfigured:
 		return false
 	}
 	return e.Duration > 0
