@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"time"
 )
@@ -93,10 +94,10 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 		o(&c)
 	}
 	switch {
-	case c.storeSet && c.store == nil:
-		return nil, fmt.Errorf("%w: WithStore(nil): store is nil", ErrInvalidOption)
-	case c.clockSet && c.clock == nil:
-		return nil, fmt.Errorf("%w: WithClock(nil): clock is nil", ErrInvalidOption)
+	case c.storeSet && isNil(c.store):
+		return nil, fmt.Errorf("%w: WithStore(%s): store is nil", ErrInvalidOption, nilName(c.store))
+	case c.clockSet && isNil(c.clock):
+		return nil, fmt.Errorf("%w: WithClock(%s): clock is nil", ErrInvalidOption, nilName(c.clock))
 	}
 	l := &Limiter{policy: p, store: c.store, clock: c.clock}
 	if l.store == nil {
@@ -231,4 +232,23 @@ func (l *Limiter) Close() error {
 		return l.owned.Close()
 	}
 	return nil
+}
+
+// isNil reports whether v is nil or a typed nil pointer, such as the
+// *MemoryStore a failed NewMemoryStore returns beside its error: kept in an
+// interface, it is not == nil, and would panic on the first request.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// nilName names a nil argument for an error: "nil", or "(*T)(nil)".
+func nilName(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("(%T)(nil)", v)
 }

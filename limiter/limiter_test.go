@@ -322,6 +322,9 @@ func TestNewErrors(t *testing.T) {
 	}{
 		{"nil_clock", WithClock(nil)},
 		{"nil_store", WithStore(nil)},
+		// What NewMemoryStore returns beside an error that was dropped.
+		{"typed_nil_store", WithStore((*MemoryStore)(nil))},
+		{"typed_nil_clock", WithClock((*systemClockPtr)(nil))},
 		{"nil_option", nil},
 	}
 	for _, tt := range options {
@@ -333,6 +336,11 @@ func TestNewErrors(t *testing.T) {
 		})
 	}
 }
+
+// systemClockPtr is a Clock with a pointer receiver, to pass a typed nil.
+type systemClockPtr struct{}
+
+func (*systemClockPtr) Now() time.Time { return time.Now() }
 
 func TestClosedLimiter(t *testing.T) {
 	t.Parallel()

@@ -79,8 +79,8 @@ func (c *config) check() error {
 	}
 	for i, r := range c.extra {
 		switch {
-		case r.lim == nil || r.lim.Policy() == nil:
-			return fmt.Errorf("%w: WithLimiter (limiter %d): limiter is nil or has no policy", ErrInvalidOption, i+1)
+		case checkLimiter(r.lim) != nil:
+			return fmt.Errorf("%w: WithLimiter (limiter %d): %v", ErrInvalidOption, i+1, checkLimiter(r.lim))
 		case r.key == nil:
 			return fmt.Errorf("%w: WithLimiter (limiter %d, policy %q): key function is nil", ErrInvalidOption, i+1, r.lim.Policy().Name())
 		}

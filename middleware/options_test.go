@@ -23,6 +23,9 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 		wantText string
 	}{
 		{"nil_limiter", nil, nil, "limiter is nil"},
+		// What limiter.New returns beside an error that was dropped.
+		{"typed_nil_limiter", (*limiter.Limiter)(nil), nil, "limiter is a nil *limiter.Limiter"},
+		{"typed_nil_extra_limiter", ok, []middleware.Option{middleware.WithLimiter((*limiter.Limiter)(nil), key)}, "WithLimiter (limiter 1): limiter is a nil *limiter.Limiter"},
 		{"limiter_without_policy", noPolicy, nil, "no policy"},
 		{"nil_option", ok, []middleware.Option{nil}, "nil Option"},
 		{"nil_key", ok, []middleware.Option{middleware.WithKey(nil)}, "WithKey"},
