@@ -39,11 +39,12 @@ import (
 // store's sweep. A Limiter is safe for concurrent use. The zero Limiter has
 // no policy and no store and is not usable.
 type Limiter struct {
-	policy *Policy
-	store  Store
-	clock  Clock
-	owned  *MemoryStore // the default store, closed by Close
-	closed atomic.Bool
+	policy  *Policy
+	store   Store
+	clock   Clock
+	owned   *MemoryStore // the default store, closed by Close
+	release func()       // gives up the policy's claim on a store given with WithStore (see claim)
+	closed  atomic.Bool
 }
 
 // An Option configures New. An option only records its argument; New
@@ -64,6 +65,15 @@ type config struct {
 // limiter). The caller keeps ownership of a store it passes: Close does not
 // close it, so one store may serve several limiters. A nil store is an
 // error, not a request for the default: leave the option out for that.
+//
+// Stores count by policy (name and rates), so limiters of equal policies
+// on one store would share one budget without saying so. New refuses a
+// limiter whose policy another live limiter already counts on the same
+// store value: give each its own policy name, or, to share a budget on
+// purpose (two routes, or an HTTP and a gRPC door), share one Limiter. A
+// limiter's claim ends with Close, or when it is garbage collected.
+// Replicas, each with a store value of its own on one Redis, share the
+// limit as they should.
 func WithStore(s Store) Option {
 	return func(c *config) { c.store, c.storeSet = s, true }
 }
@@ -100,6 +110,15 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: WithClock(%s): clock is nil", ErrInvalidOption, nilName(c.clock))
 	}
 	l := &Limiter{policy: p, store: c.store, clock: c.clock}
+	if c.storeSet {
+		release, ok := claim(l, c.store, p.ID())
+		if !ok {
+			return nil, fmt.Errorf("%w: WithStore: policy %q (%s) is already counted on this store by another limiter: "+
+				"the two would share one budget; give each limiter a policy of its own name, or share one Limiter",
+				ErrInvalidOption, p.Name(), p)
+		}
+		l.release = release
+	}
 	if l.store == nil {
 		var mopts []MemoryOption
 		if c.clockSet {
@@ -228,6 +247,9 @@ func (l *Limiter) Clock() Clock { return l.clock }
 // left open for its owner and any other limiter on it. Close is idempotent.
 func (l *Limiter) Close() error {
 	l.closed.Store(true)
+	if l.release != nil {
+		l.release()
+	}
 	if l.owned != nil {
 		return l.owned.Close()
 	}

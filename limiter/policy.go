@@ -78,8 +78,9 @@ func (r Rate) validate() error {
 // immutable and safe to share.
 //
 // Stores keep counters under the policy's name and rates, so a policy whose
-// rates change starts from fresh counters, and two limiters that share one
-// store and one identical policy share counters too. Give policies distinct
+// rates change starts from fresh counters, and two limiters of one
+// identical policy on one store would share counters: New refuses the
+// second while the first lives (see WithStore). Give policies distinct
 // names to keep them apart.
 type Policy struct {
 	name  string

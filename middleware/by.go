@@ -39,6 +39,14 @@ import (
 //	h := middleware.ByIP(2, time.Minute, limiter.WithClock(clk))(api)
 //
 // A nil option panics, as a bad limit does.
+//
+// Every ByIP names its policy "by-ip" (ByHeader "by-header", ByPrincipal
+// "by-principal"), which is harmless on the store of its own each builds.
+// Given a shared store (limiter.WithStore, Redis say), two of them would
+// count into one budget, and the second one built while the first lives
+// panics instead (see limiter.WithStore): build the limiter of each route
+// with a policy of its own name and call New, or, for one budget over
+// several routes on purpose, wrap them all in one middleware.
 func ByIP(limit int64, window time.Duration, opts ...limiter.Option) func(http.Handler) http.Handler {
 	key, err := keyfunc.RemoteHost()
 	if err != nil {

@@ -6,10 +6,14 @@
 //	r.Use(middleware.ByHeader("X-API-Key", 1000, time.Hour))   // per API key
 //	r.Use(middleware.ByPrincipal(userID, 100, time.Minute))    // per user, else per address
 //
-// They keep their counters in memory, start no goroutine and need no
-// Close. For everything else (layered windows, Redis shared between
-// replicas, several limits on one route, observers, the draft headers)
-// build a limiter.Limiter and call New.
+// They keep their counters in a memory store of their own, start no
+// goroutine and need no Close; each has a budget of its own. For
+// everything else (layered windows, Redis shared between replicas,
+// several limits on one route, observers, the draft headers) build a
+// limiter.Limiter and call New. Give each limiter on a shared store a
+// policy of its own name: limiter.New refuses a second live limiter of
+// one policy on one store, which would silently share the first one's
+// budget (to share a budget on purpose, share the Limiter).
 //
 // New returns the usual func(http.Handler) http.Handler, so the result
 // wraps a single route (mux.Handle("GET /x", mw(h))), a chi group (r.Use,
