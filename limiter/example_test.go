@@ -55,7 +55,7 @@ func ExampleNewPolicy_layered() {
 func ExampleNewPolicy_invalid() {
 	_, err := limiter.NewPolicy("api", limiter.Rate{Limit: 10, Window: 1500 * time.Microsecond})
 	fmt.Println(err)
-	// Output: limiter: invalid policy: policy "api" rate 0: window 1.5ms is not a whole number of milliseconds
+	// Output: limiter: invalid policy: policy "api" rate #1 (10/1.5ms): window 1.5ms is not a whole number of milliseconds
 }
 
 func ExampleDecide() {

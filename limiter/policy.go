@@ -123,7 +123,7 @@ func NewPolicy(name string, rates ...Rate) (*Policy, error) {
 	spans := make([]span, len(rates))
 	for i, r := range rates {
 		if err := r.validate(); err != nil {
-			return nil, fmt.Errorf("%w: policy %q rate %d: %v", ErrInvalidPolicy, name, i, err)
+			return nil, fmt.Errorf("%w: policy %q rate #%d (%v): %v", ErrInvalidPolicy, name, i+1, r, err)
 		}
 		for _, prev := range rates[:i] {
 			if prev.Window == r.Window {

@@ -22,6 +22,9 @@ func TestNewPolicyValidation(t *testing.T) {
 		{"one_millisecond_window", "x", []Rate{{Limit: 1, Window: time.Millisecond}}, ""},
 		{"no_rates", "x", nil, "has no rate"},
 		{"zero_limit", "x", []Rate{{Limit: 0, Window: time.Second}}, "limit 0 must be > 0"},
+		// A rate is named by its place, counted from 1, and its value.
+		{"bad_rate_named_by_place_and_value", "by-ip", []Rate{PerMinute(5), {Limit: 0, Window: time.Minute}},
+			`policy "by-ip" rate #2 (0/1m0s): limit 0 must be > 0`},
 		{"negative_limit", "x", []Rate{{Limit: -1, Window: time.Second}}, "must be > 0"},
 		{"zero_window", "x", []Rate{{Limit: 1, Window: 0}}, "shorter than 1ms"},
 		{"negative_window", "x", []Rate{{Limit: 1, Window: -time.Second}}, "shorter than 1ms"},
