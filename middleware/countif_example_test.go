@@ -14,7 +14,10 @@ import (
 )
 
 // A login route that counts failed attempts only: three a minute per
-// address, successes free.
+// address, successes free. The headers are written before the handler
+// runs, so they count every attempt as spent: a success answers
+// "remaining 2" and leaves 3, and a success with a single attempt left
+// answers "remaining 0" and leaves 1 (see WithCountIf).
 func ExampleWithCountIf() {
 	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))
 	l, err := limiter.New(limiter.MustPolicy("login", limiter.PerMinute(3)), limiter.WithClock(clk))

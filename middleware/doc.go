@@ -42,8 +42,10 @@
 // first, then decides in order and stops at the first refusal, or by
 // stacking middlewares (chi's r.Use inside r.Route, then r.With). Either
 // way the response carries one set of headers, describing the most
-// restrictive decision, and RateLimit-Policy lists every policy that
-// applied. The handler reads that decision with DecisionFrom.
+// restrictive decision, and, with the draft fields
+// (headers.WithDraftHeaders, through WithHeaders), RateLimit-Policy lists
+// every policy that applied. The handler reads that decision with
+// DecisionFrom.
 //
 // WithCountIf charges every request before the handler runs and refunds
 // the responses that do not count once it has answered: a login route

@@ -236,7 +236,9 @@ func WithObserver(f Observer) Option {
 //
 // The rate-limit headers were written before the handler ran, so
 // Remaining counts this request as spent: after a refund one more is
-// left than the header said. It is what remains if this response counts.
+// left than the header said. It is what remains if this response counts:
+// a success with one attempt left answers X-RateLimit-Remaining: 0 and
+// leaves 1.
 //
 // Every limiter of the middleware must be a Refunder (*limiter.Limiter
 // is): New refuses the option otherwise, as it does a nil count. A

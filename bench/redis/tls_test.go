@@ -2,17 +2,7 @@ package redis
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -35,19 +25,14 @@ import (
 //
 //	cd bench && go test -run '^$' -bench TLS -benchtime 5000x -count 5 ./redis
 func BenchmarkTLS(b *testing.B) {
-	dir := b.TempDir()
-	pool := writeCert(b, dir)
-	tlsPort := redistest.FreePort(b)
-	srv := redistest.StartServer(b, "--tls-port", strconv.Itoa(tlsPort),
-		"--tls-cert-file", filepath.Join(dir, "cert.pem"), "--tls-key-file", filepath.Join(dir, "key.pem"),
-		"--tls-ca-cert-file", filepath.Join(dir, "cert.pem"), "--tls-auth-clients", "no")
+	srv := redistest.StartTLSServer(b)
 	transports := []struct {
 		name string
 		addr string
 		tls  *tls.Config
 	}{
 		{"tcp", srv.Addr(), nil},
-		{"tls", "127.0.0.1:" + strconv.Itoa(tlsPort), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}},
+		{"tls", srv.TLSAddr, &tls.Config{RootCAs: srv.Roots, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}},
 	}
 	for _, callers := range []int{1, 16} {
 		for _, tr := range transports {
@@ -112,43 +97,4 @@ func BenchmarkTLS(b *testing.B) {
 			})
 		}
 	}
-}
-
-// writeCert writes a self-signed certificate for 127.0.0.1 and its key
-// to dir (cert.pem, key.pem) and returns a pool that trusts it.
-func writeCert(b *testing.B, dir string) *x509.CertPool {
-	b.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := os.WriteFile(filepath.Join(dir, "cert.pem"), certPEM, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(certPEM)
-	return pool
 }

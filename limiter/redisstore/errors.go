@@ -15,11 +15,20 @@ import (
 // ErrUnavailable and the cause, so callers can test for either with
 // errors.Is. The cause has a method Reason() string that names it:
 // "out_of_memory" (Redis answered OOM), "permission_denied" (NOPERM, or
-// an ACL refusal inside the script), "read_only", "loading", "busy",
-// "cluster_down", "master_down", "no_replicas", "try_again",
-// "error_reply" (another error reply), "timeout", "unavailable" (a
-// network error) or "circuit_open"; package middleware/reason reads it
-// (reason.Of), as the metrics adapters do.
+// an ACL refusal inside the script), "auth" (WRONGPASS, NOAUTH: the
+// client's credentials), "read_only", "loading", "busy", "cluster_down",
+// "master_down", "no_replicas", "try_again", "error_reply" (another error
+// reply); for a server that could not be reached, "connection_refused",
+// "no_route", "dns" (the name does not resolve), "tls" (the handshake or
+// the certificate failed) or "connect_timeout", each named by the dials
+// that failed during the decision even when its time ran out first
+// (go-redis dials again with backoff), "timeout" (no answer in time,
+// with no failed dial to blame) and "unavailable" (another network
+// error); and "circuit_open". Its text says the same, then the error it
+// wraps: "connection refused: dial tcp 127.0.0.1:6379: connect:
+// connection refused (no connection within the timeout: context deadline
+// exceeded)". Package middleware/reason reads it (reason.Of), as the
+// metrics adapters do.
 var (
 	// ErrUnavailable reports that Redis could not decide in time, from a
 	// store built without WithFailOpen or WithFailLocal. The middleware
@@ -68,6 +77,7 @@ var replyPhrases = map[string]string{
 	"OOM": "out of memory", "NOPERM": "permission denied", "READONLY": "read only",
 	"LOADING": "loading", "BUSY": "busy", "CLUSTERDOWN": "cluster down",
 	"MASTERDOWN": "master down", "NOREPLICAS": "no replicas", "TRYAGAIN": "try again",
+	"WRONGPASS": "auth", "NOAUTH": "auth",
 }
 
 // named returns err, a failed script call, named for what it is: the
@@ -84,6 +94,8 @@ func named(err error) error {
 		return err
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		phrase = "timeout"
+	case errors.As(err, &ne):
+		phrase = phraseOf(dialReason(err)) // a dial that failed at once
 	case errors.As(err, &re):
 		code, _, _ := strings.Cut(re.Error(), " ")
 		switch phrase = replyPhrases[code]; {

@@ -26,15 +26,22 @@ const (
 	// see whether it is back, the others are answered by the failure
 	// policy.
 	Probing
+	// Failing: the last calls to the server failed (an outage: it could
+	// not be reached, timed out, or is not ready to serve), fewer of them
+	// in a row than open the breaker (WithBreaker); decisions still go to
+	// it. The first success makes it Healthy again.
+	Failing
 )
 
-// String returns "healthy", "unavailable" or "probing".
+// String returns "healthy", "unavailable", "probing" or "failing".
 func (h Health) String() string {
 	switch h {
 	case Unavailable:
 		return "unavailable"
 	case Probing:
 		return "probing"
+	case Failing:
+		return "failing"
 	}
 	return "healthy"
 }
@@ -43,7 +50,9 @@ func (h Health) String() string {
 type EventKind uint8
 
 const (
-	// HealthChanged: a destination's breaker went From → To.
+	// HealthChanged: a destination's health went From → To: its first
+	// failure after a success (Healthy → Failing), its breaker opening,
+	// probing, closing, or a success after failures (Failing → Healthy).
 	HealthChanged EventKind = iota
 	// CorruptValue: a decision found a value in Redis the store did not
 	// write (Err wraps ErrCorruptValue and names its Redis key). The key
@@ -69,10 +78,28 @@ type Event struct {
 	Node string
 	// From and To are the health before and after a HealthChanged.
 	From, To Health
-	// Err is the failure that opened the breaker, the corrupt value or
-	// the risky setting; nil on other changes. A failure has a method
+	// Err is the failure that made a destination Failing or opened its
+	// breaker, the corrupt value or the risky setting; nil on other
+	// changes. A failure has a method
 	// Reason() string naming it (see ErrUnavailable).
 	Err error
+}
+
+// String describes e for a log line: "10.0.0.7:6379 healthy → failing:
+// connection refused: dial tcp ...", or the error of a corrupt value or a
+// risky setting.
+func (e Event) String() string {
+	if e.Kind != HealthChanged {
+		if e.Err == nil {
+			return "<nil>"
+		}
+		return e.Err.Error()
+	}
+	s := e.Node + " " + e.From.String() + " → " + e.To.String()
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
 }
 
 // reportCorrupt tells the observer of each window that the script found
@@ -133,12 +160,12 @@ func (s *Store) newBreaker(d *dest) *gobreaker.CircuitBreaker[any] {
 			return err == nil || !isOutage(err)
 		},
 		IsExcluded: isQueued,
-		OnStateChange: func(_ string, from, to gobreaker.State) {
-			d.health.Store(uint32(health(to)))
+		OnStateChange: func(_ string, _, to gobreaker.State) {
+			from := Health(d.health.Swap(uint32(health(to))))
 			if s.cfg.observer == nil {
 				return
 			}
-			e := Event{Kind: HealthChanged, Node: d.name, From: health(from), To: health(to)}
+			e := Event{Kind: HealthChanged, Node: d.name, From: from, To: health(to)}
 			if to == gobreaker.StateOpen {
 				if p := d.lastErr.Load(); p != nil {
 					e.Err = *p
@@ -149,13 +176,32 @@ func (s *Store) newBreaker(d *dest) *gobreaker.CircuitBreaker[any] {
 	})
 }
 
+// noteCall moves d between Healthy and Failing after a call its breaker
+// counted, closed, as succeeded (err nil) or failed (err an outage), and
+// tells the observer. The breaker's own changes (open, probing, closed)
+// are OnStateChange's.
+func (s *Store) noteCall(d *dest, err error) {
+	from, to := Failing, Healthy
+	if err != nil {
+		if !isOutage(err) || isQueued(err) {
+			return
+		}
+		from, to = Healthy, Failing
+	}
+	if !d.health.CompareAndSwap(uint32(from), uint32(to)) || s.cfg.observer == nil {
+		return
+	}
+	s.cfg.observer(Event{Kind: HealthChanged, Node: d.name, From: from, To: to, Err: err})
+}
+
 // recentDest is how long a destination no round has sent to still counts
 // in Health: a master replaced in a failover drops out of it.
 const recentDest = 10 * time.Second
 
 // Health reports the health of each destination decisions went to in the
-// last ten seconds, by Event.Node's names: a server's breaker open is
-// Unavailable there, while the others may be deciding.
+// last ten seconds, by Event.Node's names: a server whose last calls
+// failed is Failing from the first failure, Unavailable once its breaker
+// opens, while the others may be deciding.
 func (s *Store) Health() map[string]Health {
 	m := map[string]Health{}
 	since := time.Now().Add(-recentDest).UnixNano()

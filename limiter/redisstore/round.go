@@ -279,20 +279,23 @@ func (b *batcher) sendGroup(ctx context.Context, g *group) {
 		return
 	}
 	s := b.s
-	d.used.Store(time.Now().UnixNano())
+	start := time.Now().UnixNano()
+	d.used.Store(start)
 	left := timeLeft(ctx)
 	ran := false
 	_, err := d.breaker.Execute(func() (any, error) {
 		ran = true
 		b.exec(ctx, g)
-		return nil, s.account(ctx, left, d, g.cmds)
+		return nil, s.account(ctx, left, start, d, g.cmds)
 	})
 	if !ran {
 		err = circuitOpen(d, err)
 		for i := range g.cmds {
 			g.cmds[i].err = err
 		}
+		return
 	}
+	s.noteCall(d, err)
 }
 
 // exec sends g's calls and reads their replies. A call answered NOSCRIPT
@@ -364,12 +367,13 @@ func (s *Store) pipeline(ctx context.Context, p redis.UniversalClient, calls []*
 	}
 }
 
-// account names the errors of calls, sent to d with left of the round's
-// time: a call that spent its time queued in the client is not an
-// outage; the last error is kept for d's health events. It returns what
+// account names the errors of calls, sent to d at start (Unix ns) with
+// left of the round's time: a call whose time ran out while its dials
+// failed is named for them (causeOf); a call that spent its time queued
+// in the client is not an outage; the last error is kept for d's health events. It returns what
 // d's breaker counts: nothing when the server answered any call, else the
 // first outage, else the first error.
-func (s *Store) account(ctx context.Context, left time.Duration, d *dest, calls []scriptCall) error {
+func (s *Store) account(ctx context.Context, left time.Duration, start int64, d *dest, calls []scriptCall) error {
 	var first, outage error
 	answered := false
 	for i := range calls {
@@ -381,7 +385,7 @@ func (s *Store) account(ctx context.Context, left time.Duration, d *dest, calls 
 		if errors.Is(sc.err, ErrBadReply) {
 			continue
 		}
-		sc.err = s.queued(left, named(deadlineErr(ctx, sc.err)))
+		sc.err = s.queued(left, named(causeOf(deadlineErr(ctx, sc.err), d, start)))
 		if !isQueued(sc.err) {
 			e := sc.err // a copy: sc is reused by the next round
 			d.lastErr.Store(&e)

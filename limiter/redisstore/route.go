@@ -27,7 +27,8 @@ type dest struct {
 	breaker    *gobreaker.CircuitBreaker[any]
 	health     atomic.Uint32
 	lastErr    atomic.Pointer[error]
-	used       atomic.Int64 // when a round last sent here, Unix ns
+	dialErr    atomic.Pointer[dialFailure] // the last failed dial, until one succeeds (see dialWatch)
+	used       atomic.Int64                // when a round last sent here, Unix ns
 }
 
 // A router says which dest decides each client key: one small router per
@@ -89,6 +90,9 @@ func (s *Store) destFor(c *redis.Client, undeclared bool) *dest {
 func (s *Store) newDest(name string, p redis.UniversalClient, server, undeclared bool) *dest {
 	d := &dest{name: name, p: p, server: server, undeclared: undeclared}
 	d.breaker = s.newBreaker(d)
+	if c, ok := p.(*redis.Client); ok {
+		watchDials(c, d)
+	}
 	return d
 }
 

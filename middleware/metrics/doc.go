@@ -9,7 +9,7 @@
 //	ratelimit_decisions_total{policy, outcome}     outcome: allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed
 //	ratelimit_store_errors_total{policy, reason}   reason: canceled, timeout, closed, unavailable, circuit_open, invalid, other, or the store's own (out_of_memory, permission_denied, ...)
 //	ratelimit_decision_duration_seconds{policy}    histogram of the limiter's answer time
-//	ratelimit_store_health{node}                   1 healthy, 0.5 probing, 0 unavailable, per Redis server
+//	ratelimit_store_health{node}                   1 healthy, 0.75 failing, 0.5 probing, 0 unavailable, per Redis server
 //
 // Observe feeds the first three (pass it to middleware.WithObserver),
 // ObserveStore the last (pass it to redisstore.WithObserver); node names a

@@ -35,7 +35,7 @@ func TestObserveStoreReportsHealthPerNode(t *testing.T) {
 		m.ObserveStore(e)
 	}
 	want := `
-# HELP ratelimit_store_health Health of each Redis server the store decides on, as its circuit breaker last changed: 1 healthy, 0.5 probing, 0 unavailable.
+# HELP ratelimit_store_health Health of each Redis server the store decides on, as it last changed: 1 healthy, 0.75 failing, 0.5 probing, 0 unavailable.
 # TYPE ratelimit_store_health gauge
 ratelimit_store_health{node="10.0.0.1:6379"} 0
 ratelimit_store_health{node="10.0.0.2:6379"} 0.5
@@ -56,7 +56,7 @@ func TestObserveStoreWiredToRedisStore(t *testing.T) {
 	}
 	unavailable := openBreaker(t, m.ObserveStore)
 	want := `
-# HELP ratelimit_store_health Health of each Redis server the store decides on, as its circuit breaker last changed: 1 healthy, 0.5 probing, 0 unavailable.
+# HELP ratelimit_store_health Health of each Redis server the store decides on, as it last changed: 1 healthy, 0.75 failing, 0.5 probing, 0 unavailable.
 # TYPE ratelimit_store_health gauge
 ratelimit_store_health{node="` + unavailable + `"} 0
 `

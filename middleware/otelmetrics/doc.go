@@ -11,7 +11,7 @@
 //	ratelimit.decisions          int64 counter     ratelimit.policy, ratelimit.outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed)
 //	ratelimit.store.errors       int64 counter     ratelimit.policy, ratelimit.reason (reason.Of: timeout, unavailable, circuit_open, out_of_memory, ...)
 //	ratelimit.decision.duration  float64 histogram ratelimit.policy; seconds, buckets from 50µs to 1s
-//	ratelimit.store.health       float64 gauge     ratelimit.store.node; 1 healthy, 0.5 probing, 0 unavailable
+//	ratelimit.store.health       float64 gauge     ratelimit.store.node; 1 healthy, 0.75 failing, 0.5 probing, 0 unavailable
 //
 // Observe feeds the first three and the span event (pass it to
 // middleware.WithObserver); ObserveStore feeds the gauge (pass it to

@@ -9,14 +9,17 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter/redisstore"
 )
 
-// healthValue is a health as the gauge reports it: 1 healthy, 0.5
-// probing, 0 unavailable, so that "below 1" means degraded.
+// healthValue is a health as the gauge reports it: 1 healthy, 0.75
+// failing (calls failing, breaker still closed), 0.5 probing, 0
+// unavailable, so that "below 1" means degraded.
 func healthValue(h redisstore.Health) float64 {
 	switch h {
 	case redisstore.Unavailable:
 		return 0
 	case redisstore.Probing:
 		return 0.5
+	case redisstore.Failing:
+		return 0.75
 	}
 	return 1
 }

@@ -23,7 +23,7 @@ func health(node string, v float64) metricdata.DataPoint[float64] {
 func wantHealth(points ...metricdata.DataPoint[float64]) metricdata.Metrics {
 	return metricdata.Metrics{
 		Name:        "ratelimit.store.health",
-		Description: "Health of each Redis server the store decides on, as its circuit breaker last changed: 1 healthy, 0.5 probing, 0 unavailable.",
+		Description: "Health of each Redis server the store decides on, as it last changed: 1 healthy, 0.75 failing, 0.5 probing, 0 unavailable.",
 		Data:        metricdata.Gauge[float64]{DataPoints: points},
 	}
 }

@@ -124,7 +124,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	// No unit: "1" would make the Prometheus exporter's name
 	// ratelimit_store_health_ratio, not the Prometheus adapter's.
 	m.health, errs[3] = meter.Float64Gauge("ratelimit.store.health",
-		metric.WithDescription("Health of each Redis server the store decides on, as its circuit breaker last changed: 1 healthy, 0.5 probing, 0 unavailable."))
+		metric.WithDescription("Health of each Redis server the store decides on, as it last changed: 1 healthy, 0.75 failing, 0.5 probing, 0 unavailable."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("otelmetrics: create instruments: %w", err)
 	}

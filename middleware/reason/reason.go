@@ -19,9 +19,11 @@ import (
 //	other         anything else
 //
 // An error with a method Reason() string names its own reason, as the
-// Redis store's errors do (out_of_memory,
-// permission_denied, read_only, loading, circuit_open, ...); only
-// cancellation, timeouts and a closed limiter take precedence.
+// Redis store's errors do (out_of_memory, permission_denied,
+// connection_refused, dns, tls, auth, read_only, loading, circuit_open,
+// ...), even when it wraps a deadline: a decision whose time ran out
+// while the dials to Redis were refused is connection_refused, not a
+// timeout. Only cancellation takes precedence.
 func Of(err error) string {
 	var (
 		netErr net.Error
@@ -30,14 +32,14 @@ func Of(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "canceled"
+	case errors.As(err, &named):
+		return named.Reason()
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return "timeout"
 	case errors.Is(err, limiter.ErrClosed):
 		return "closed"
-	case errors.As(err, &named):
-		return named.Reason()
 	case netErr != nil:
 		return "unavailable"
 	case errors.Is(err, limiter.ErrInvalidCost), errors.Is(err, limiter.ErrInvalidKey), errors.Is(err, limiter.ErrInvalidPolicy):

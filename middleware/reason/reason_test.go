@@ -25,6 +25,8 @@ func TestOf(t *testing.T) {
 		{"breaker_open", fmt.Errorf("take: %w", redisstore.ErrCircuitOpen), "circuit_open"},
 		{"breaker_half_open_full", reasoned("circuit_open"), "circuit_open"},
 		{"store_named", fmt.Errorf("take: %w", reasoned("out_of_memory")), "out_of_memory"},
+		// The store names a timeout by the dials that failed during it.
+		{"store_named_wrapping_deadline", wrapping{"connection_refused", context.DeadlineExceeded}, "connection_refused"},
 		{"refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, "unavailable"},
 		{"invalid_cost", limiter.ErrInvalidCost, "invalid"},
 		{"invalid_key", limiter.ErrInvalidKey, "invalid"},
@@ -52,3 +54,14 @@ type timeoutErr struct{}
 func (timeoutErr) Error() string   { return "i/o timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
+
+// wrapping is a named error that wraps another, as the store's errors
+// wrap their causes.
+type wrapping struct {
+	reason string
+	err    error
+}
+
+func (w wrapping) Error() string  { return w.reason + ": " + w.err.Error() }
+func (w wrapping) Unwrap() error  { return w.err }
+func (w wrapping) Reason() string { return w.reason }
