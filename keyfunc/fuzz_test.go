@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/fixedwindow/ratelimit/internal/addrkey"
 )
 
 // checkFuzzResult checks the contract every Func keeps: an error wraps
@@ -43,13 +45,13 @@ func checkAddrKey(t *testing.T, key string) netip.Prefix {
 	case strings.HasPrefix(key, "ip6:"):
 		p, err := netip.ParsePrefix(key[4:])
 		bits := 64
-		if nat64Local.Contains(p.Addr()) {
+		if addrkey.NAT64Local.Contains(p.Addr()) {
 			bits = 128
 		}
 		if err != nil || !p.Addr().Is6() || p.Addr().Is4In6() || p.Bits() != bits || p.Masked() != p || p.String() != key[4:] {
 			t.Fatalf("key %q is not ip6: and one canonical /%d", key, bits)
 		}
-		if _, ok := embeddedIPv4(p.Addr()); ok || nat64WellKnown.Contains(p.Addr()) {
+		if _, ok := addrkey.EmbeddedIPv4(p.Addr()); ok || addrkey.NAT64WellKnown.Contains(p.Addr()) {
 			t.Fatalf("key %q is an IPv6 key for a translated IPv4 client", key)
 		}
 		return p
