@@ -31,8 +31,6 @@ const (
 	watchMethod = "/grpc.health.v1.Health/Watch"
 )
 
-var _ = watchMethod // used by the stacking tests
-
 // newLimiter returns a limiter of p on a fake clock reading at, closed
 // when the test ends.
 func newLimiter(t testing.TB, p *limiter.Policy, at time.Time) (*limiter.Limiter, *limitertest.Clock) {

@@ -240,6 +240,9 @@ func (ic *Interceptor) decide(ctx context.Context, method string, ss grpc.Server
 		outer.v.Merge(&best)
 		outer.v.Apply(applied[:nApplied])
 		return nil, nil
+	case !ic.mdOnAllow:
+		// Nothing to send on an admission: no state to carry it.
+		return nil, nil
 	}
 	st := newState(ctx, ic, ss)
 	st.v.Set(&best)
