@@ -38,8 +38,7 @@ var (
 // client without a key is the client's (INVALID_ARGUMENT); a key function
 // installed where it cannot work, or failing otherwise, is the server's
 // (INTERNAL). A failure that is neither is reported as Misconfigured
-// until the middleware's outcome for it (KeyFailed, issue 25's sibling
-// work) lands.
+// until package middleware has an outcome of its own for it (KeyFailed).
 func keyOutcome(err error) (middleware.Outcome, error) {
 	switch {
 	case errors.Is(err, keyfunc.ErrMisconfigured):
