@@ -63,6 +63,25 @@ var (
 	NAT64Local     = netip.MustParsePrefix("64:ff9b:1::/48")
 )
 
+// Forms returns every form in which the IPv4 address v4 may reach a
+// server, each of which Key folds to v4's key: itself, IPv4-mapped,
+// behind a NAT64 translator (the well-known /96 and the local-use /48
+// prefix), and IPv4-compatible (not for 0.0.0.0 and 0.0.0.1, which are
+// :: and ::1). For tests of every door's keys.
+func Forms(v4 netip.Addr) []netip.Addr {
+	b := v4.As4()
+	forms := []netip.Addr{
+		v4,
+		netip.AddrFrom16([16]byte{10: 0xff, 11: 0xff, 12: b[0], 13: b[1], 14: b[2], 15: b[3]}),
+		netip.AddrFrom16([16]byte{1: 0x64, 2: 0xff, 3: 0x9b, 12: b[0], 13: b[1], 14: b[2], 15: b[3]}),
+		netip.AddrFrom16([16]byte{1: 0x64, 2: 0xff, 3: 0x9b, 5: 1, 6: b[0], 7: b[1], 9: b[2], 10: b[3]}),
+	}
+	if b[0]|b[1]|b[2] != 0 || b[3] > 1 {
+		forms = append(forms, netip.AddrFrom16([16]byte{12: b[0], 13: b[1], 14: b[2], 15: b[3]}))
+	}
+	return forms
+}
+
 // EmbeddedIPv4 returns the IPv4 address embedded in a (a normalized IPv6
 // address) by a NAT64 translator or in the IPv4-compatible form
 // (::a.b.c.d), and whether there is one. The positions are RFC 6052's

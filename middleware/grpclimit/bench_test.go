@@ -38,15 +38,7 @@ import (
 // grpclimit 159, grpclimit,headers=off 143. BenchmarkInterceptor counts
 // the interceptor's own.
 func BenchmarkUnary(b *testing.B) {
-	l, err := limiter.New(limiter.MustPolicy("bench", limiter.PerMinute(100_000_000_000)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	noHeaders, err := headers.New(headers.WithoutLegacyHeaders())
-	if err != nil {
-		b.Fatal(err)
-	}
+	l, noHeaders := benchSetup(b)
 	own := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if err := grpc.SetHeader(ctx, metadata.MD{"x-ratelimit-limit": {"100"}, "x-ratelimit-remaining": {"99"}, "x-ratelimit-reset": {"1785499260"}}); err != nil {
 			return nil, err
@@ -84,15 +76,7 @@ func BenchmarkUnary(b *testing.B) {
 // grpc.SetHeader (two: a map and its group), 4 in all; 1 without
 // metadata (the key), 0 with a key that needs no allocation.
 func BenchmarkInterceptor(b *testing.B) {
-	l, err := limiter.New(limiter.MustPolicy("bench", limiter.PerMinute(100_000_000_000)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	noHeaders, err := headers.New(headers.WithoutLegacyHeaders())
-	if err != nil {
-		b.Fatal(err)
-	}
+	l, noHeaders := benchSetup(b)
 	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 40000}})
 	ctx = grpc.NewContextWithServerTransportStream(ctx, discardStream{})
 	info := &grpc.UnaryServerInfo{FullMethod: checkMethod}
@@ -124,3 +108,20 @@ func (discardStream) Method() string                  { return checkMethod }
 func (discardStream) SetHeader(metadata.MD) error     { return nil }
 func (discardStream) SendHeader(metadata.MD) error    { return nil }
 func (discardStream) SetTrailer(md metadata.MD) error { return nil }
+
+// benchSetup returns a limiter no benchmark reaches the limit of, closed
+// when the benchmark ends, and a Writer that sends nothing on an
+// admission.
+func benchSetup(b *testing.B) (*limiter.Limiter, *headers.Writer) {
+	b.Helper()
+	l, err := limiter.New(limiter.MustPolicy("bench", limiter.PerMinute(100_000_000_000)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	noHeaders, err := headers.New(headers.WithoutLegacyHeaders())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l, noHeaders
+}
