@@ -3,6 +3,7 @@ package headers
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // A Writer writes the rate-limit headers of a decision onto a response, and
@@ -73,6 +74,25 @@ func New(opts ...Option) (*Writer, error) {
 		}
 	}
 	return w, nil
+}
+
+// Names returns the names w writes, in canonical form, the defaults
+// filled in.
+func (w *Writer) Names() Names { return w.names }
+
+// Lower returns a Writer that writes what w writes under w's names in
+// lower case ("x-ratelimit-limit"), for maps whose keys are sent as they
+// are and must be lower case: gRPC metadata (package
+// middleware/grpclimit writes a metadata.MD with it) and other HTTP/2
+// header blocks. It has caches of its own; w is unchanged. Its
+// WriteDenied is of no use to such maps, and its Write must not be given
+// an http.Header, whose Get looks up canonical names.
+func (w *Writer) Lower() *Writer {
+	n := w.names
+	for _, p := range []*string{&n.Limit, &n.Remaining, &n.Reset, &n.RetryAfter, &n.RateLimit, &n.RateLimitPolicy} {
+		*p = strings.ToLower(*p)
+	}
+	return &Writer{names: n, legacy: w.legacy, draft: w.draft, everyWindow: w.everyWindow, problem: w.problem}
 }
 
 // WithDraftHeaders turns on the fields of the IETF draft

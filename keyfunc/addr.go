@@ -2,89 +2,15 @@ package keyfunc
 
 import (
 	"net/netip"
+
+	"github.com/fixedwindow/ratelimit/internal/addrkey"
 )
 
-// normalize folds an IPv4-mapped IPv6 address (::ffff:a.b.c.d) to IPv4 and
-// drops any IPv6 zone, so that one client has one form: a dual-stack
-// listener reports IPv4 clients as mapped addresses, and a zone names the
-// receiving interface, not the client. Addresses a translator wrote
-// (NAT64) are folded later, by addrKey: trusted prefixes are matched
-// against the address the peer or proxy actually used.
-func normalize(a netip.Addr) netip.Addr {
-	return a.Unmap().WithZone("")
-}
+// normalize folds an IPv4-mapped address to IPv4 and drops any zone: see
+// addrkey.Normalize, which grpclimit.PeerHost shares, so that a client
+// has one key over HTTP and gRPC.
+func normalize(a netip.Addr) netip.Addr { return addrkey.Normalize(a) }
 
-// addrKey returns the key of a normalized address: the bare dotted quad
-// "203.0.113.7" for IPv4 (or "203.0.113.0/24" with a shorter
-// WithIPv4Prefix) and "ip6:2001:db8:1:2::/64" for IPv6, the address masked
-// to the configured prefix. It allocates once.
-//
-// IPv4 keys carry no kind prefix so that RemoteHost can key a plain IPv4
-// peer by a substring of RemoteAddr, with no parse and no allocation (the
-// most common request pays least); a dotted quad cannot be mistaken for a
-// key of another kind, all of which start with letters and a colon.
-//
-// An IPv6 address that only carries an IPv4 client, written by a
-// translator (NAT64) or in the deprecated IPv4-compatible form, is keyed
-// by that IPv4 address, as a mapped one is: otherwise every IPv4 client
-// behind one translator would share the translator's /64.
-func (c *config) addrKey(a netip.Addr) string {
-	var buf [64]byte
-	b := buf[:0]
-	v6Bits := c.v6Bits
-	if a.Is6() {
-		if v4, ok := embeddedIPv4(a); ok {
-			a = v4
-		} else if nat64Local.Contains(a) {
-			// A local-use translator prefix longer than /48 puts the
-			// IPv4 address where this cannot read it; the whole
-			// address still names one IPv4 client.
-			v6Bits = 128
-		}
-	}
-	if a.Is4() {
-		if c.v4Bits == 32 {
-			b = a.AppendTo(b)
-		} else {
-			p, _ := a.Prefix(c.v4Bits)
-			b = p.AppendTo(b)
-		}
-		return string(b)
-	}
-	p, _ := a.Prefix(v6Bits)
-	b = append(b, "ip6:"...)
-	b = p.AppendTo(b)
-	return string(b)
-}
-
-// The NAT64 prefixes: the well-known one (RFC 6052) and the one for local
-// use (RFC 8215).
-var (
-	nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")
-	nat64Local     = netip.MustParsePrefix("64:ff9b:1::/48")
-)
-
-// embeddedIPv4 returns the IPv4 address embedded in a (a normalized IPv6
-// address) by a NAT64 translator or in the IPv4-compatible form
-// (::a.b.c.d), and whether there is one. The positions are RFC 6052's
-// for the prefix length: the last 32 bits after the /96 well-known prefix;
-// bits 48-63 and 72-87 after the /48 local-use prefix, skipping the
-// u-octet (bits 64-71), which must be zero, as must the suffix after the
-// address (bits 88-127): an address inside 64:ff9b:1::/48 that breaks
-// either rule was written under a longer prefix and is not read here. The
-// unspecified address (::) and loopback (::1) are not IPv4-compatible.
-func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
-	b := a.As16()
-	switch {
-	case nat64WellKnown.Contains(a):
-		return netip.AddrFrom4([4]byte(b[12:])), true
-	case nat64Local.Contains(a):
-		if b[8] != 0 || b[11]|b[12]|b[13]|b[14]|b[15] != 0 {
-			return netip.Addr{}, false
-		}
-		return netip.AddrFrom4([4]byte{b[6], b[7], b[9], b[10]}), true
-	case [12]byte(b[:12]) == [12]byte{} && (b[12]|b[13]|b[14] != 0 || b[15] > 1):
-		return netip.AddrFrom4([4]byte(b[12:])), true
-	}
-	return netip.Addr{}, false
-}
+// addrKey returns the key of a normalized address, grouped by c's
+// prefixes: see addrkey.Key. It allocates once.
+func (c *config) addrKey(a netip.Addr) string { return addrkey.Key(a, c.v4Bits, c.v6Bits) }

@@ -1,9 +1,10 @@
 package keyfunc
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/fixedwindow/ratelimit/internal/keyform"
 )
 
 // First returns a Func that tries alternatives in order and keys the
@@ -42,19 +43,10 @@ func First(alternatives ...Func) (Func, error) {
 	}
 	fs := append([]Func(nil), alternatives...)
 	return func(r *http.Request) (string, error) {
-		var last error
-		for i, f := range fs {
-			k, err := f(r)
-			switch {
-			case err == nil && k != "":
-				return k, nil
-			case err == nil:
-				err = fmt.Errorf("%w: alternative %d returned an empty key", ErrNoKey, i)
-			case !errors.Is(err, ErrNoKey), errors.Is(err, ErrMisconfigured):
-				return "", fmt.Errorf("keyfunc: first alternative %d: %w", i, err)
-			}
-			last = err
-		}
-		return "", fmt.Errorf("keyfunc: none of %d alternatives resolved; the last: %w", len(fs), last)
+		return rules.First(len(fs), func(i int) (string, error) { return fs[i](r) })
 	}, nil
 }
+
+// rules are this package's errors for the key forms it shares with
+// grpclimit (internal/keyform).
+var rules = keyform.Rules{Prefix: "keyfunc", NoKey: ErrNoKey, Misconfigured: ErrMisconfigured}

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/fixedwindow/ratelimit/internal/addrkey"
 )
 
 // checkFuzzResult checks the contract every Func keeps: an error wraps
@@ -43,13 +45,13 @@ func checkAddrKey(t *testing.T, key string) netip.Prefix {
 	case strings.HasPrefix(key, "ip6:"):
 		p, err := netip.ParsePrefix(key[4:])
 		bits := 64
-		if nat64Local.Contains(p.Addr()) {
+		if addrkey.NAT64Local.Contains(p.Addr()) {
 			bits = 128
 		}
 		if err != nil || !p.Addr().Is6() || p.Addr().Is4In6() || p.Bits() != bits || p.Masked() != p || p.String() != key[4:] {
 			t.Fatalf("key %q is not ip6: and one canonical /%d", key, bits)
 		}
-		if _, ok := embeddedIPv4(p.Addr()); ok || nat64WellKnown.Contains(p.Addr()) {
+		if _, ok := addrkey.EmbeddedIPv4(p.Addr()); ok || addrkey.NAT64WellKnown.Contains(p.Addr()) {
 			t.Fatalf("key %q is an IPv6 key for a translated IPv4 client", key)
 		}
 		return p
@@ -123,16 +125,8 @@ func FuzzTranslatedIPv4(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, a, b, c, d byte) {
 		v4 := netip.AddrFrom4([4]byte{a, b, c, d})
-		forms := []netip.Addr{
-			netip.AddrFrom16([16]byte{10: 0xff, 11: 0xff, 12: a, 13: b, 14: c, 15: d}),
-			netip.AddrFrom16([16]byte{1: 0x64, 2: 0xff, 3: 0x9b, 12: a, 13: b, 14: c, 15: d}),
-			netip.AddrFrom16([16]byte{1: 0x64, 2: 0xff, 3: 0x9b, 5: 1, 6: a, 7: b, 9: c, 10: d}),
-		}
-		if a|b|c != 0 || d > 1 {
-			forms = append(forms, netip.AddrFrom16([16]byte{12: a, 13: b, 14: c, 15: d}))
-		}
 		want := v4.String()
-		for _, form := range forms {
+		for _, form := range addrkey.Forms(v4) {
 			k, err := remote(&http.Request{RemoteAddr: netip.AddrPortFrom(form, 443).String()})
 			if err != nil || k != want {
 				t.Fatalf("RemoteHost of %v: %q, %v; want %q", form, k, err, want)

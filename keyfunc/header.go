@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/textproto"
 	"strings"
+
+	"github.com/fixedwindow/ratelimit/internal/keyform"
 )
 
 // Header returns a Func that keys a request by the value of one request
@@ -33,7 +35,7 @@ func Header(name string, opts ...Option) (Func, error) {
 		return nil, err
 	}
 	canon := textproto.CanonicalMIMEHeaderKey(name)
-	prefix := "hdr:" + canon + ":"
+	prefix := keyform.HeaderKind + canon + ":"
 	return func(r *http.Request) (string, error) {
 		vs := r.Header[canon]
 		switch {

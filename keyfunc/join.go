@@ -3,7 +3,6 @@ package keyfunc
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 )
 
 // Join returns a Func whose key combines the keys of parts, in order, so
@@ -29,29 +28,6 @@ func Join(parts ...Func) (Func, error) {
 	}
 	ps := append([]Func(nil), parts...)
 	return func(r *http.Request) (string, error) {
-		var buf [defaultMaxKeyLen]byte
-		b := append(buf[:0], "join:"...)
-		for i, p := range ps {
-			k, err := p(r)
-			if err != nil {
-				return "", fmt.Errorf("keyfunc: join part %d: %w", i, err)
-			}
-			if k == "" {
-				return "", fmt.Errorf("%w: join part %d returned an empty key", ErrNoKey, i)
-			}
-			b = appendNetstring(b, k)
-		}
-		if len(b) > defaultMaxKeyLen {
-			return hashKey(string(b)), nil
-		}
-		return string(b), nil
+		return rules.Join(len(ps), func(i int) (string, error) { return ps[i](r) })
 	}, nil
-}
-
-// appendNetstring appends s as a netstring: len(s), ':', s, ','.
-func appendNetstring(b []byte, s string) []byte {
-	b = strconv.AppendInt(b, int64(len(s)), 10)
-	b = append(b, ':')
-	b = append(b, s...)
-	return append(b, ',')
 }

@@ -1,15 +1,19 @@
 package keyfunc
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/fixedwindow/ratelimit/internal/keyform"
+)
 
 // defaultMaxKeyLen is the longest key, in bytes, returned whole. A longer
 // key is replaced by "sha256:" and the hex SHA-256 of the whole key (71
 // bytes), so a client cannot make the store hold arbitrarily long keys.
-const defaultMaxKeyLen = 256
+const defaultMaxKeyLen = keyform.DefaultMaxLen
 
 // minMaxKeyLen is the smallest bound WithMaxKeyLen accepts: a hashed key
 // (71 bytes) must fit under it, or hashing would lengthen keys.
-const minMaxKeyLen = len(hashPrefix) + 64
+const minMaxKeyLen = keyform.MinMaxLen
 
 // defaultIPv6Prefix is the prefix length that groups IPv6 clients. A /64
 // is the smallest block normally assigned to one subscriber, so grouping by

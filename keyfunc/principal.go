@@ -3,6 +3,8 @@ package keyfunc
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/fixedwindow/ratelimit/internal/keyform"
 )
 
 // Principal returns a Func that keys a request by its authenticated
@@ -30,7 +32,7 @@ func Principal(accessor func(*http.Request) (string, bool), opts ...Option) (Fun
 		if !ok || id == "" {
 			return "", errNoPrincipal
 		}
-		return bound("user:"+id, c.maxLen, c.hashAll), nil
+		return bound(keyform.PrincipalKind+id, c.maxLen, c.hashAll), nil
 	}, nil
 }
 

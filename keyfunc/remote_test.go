@@ -71,35 +71,6 @@ func TestRemoteHostIPv6RotationInsideSlash64(t *testing.T) {
 	checkKey(t, f, request("[2001:db8:aa:bc::1]:1000"), "ip6:2001:db8:aa:bc::/64")
 }
 
-// TestRemoteHostTranslatedClientsKeptApart: IPv4 clients behind one
-// NAT64 translator, or with IPv4-compatible addresses, share a /64 but
-// are different clients, each with its own key.
-func TestRemoteHostTranslatedClientsKeptApart(t *testing.T) {
-	f := must(t)(RemoteHost())
-	for _, tt := range []struct {
-		name, a, b string
-	}{
-		{"nat64_well_known", "[64:ff9b::198.51.100.9]:1", "[64:ff9b::198.51.100.10]:1"},
-		{"nat64_local_48", "[64:ff9b:1:c633:64:900::]:1", "[64:ff9b:1:c633:64:a00::]:1"},
-		{"nat64_local_longer_prefix", "[64:ff9b:1:0:1::c633:6409]:1", "[64:ff9b:1:0:1::c633:640a]:1"},
-		{"ipv4_compatible", "[::198.51.100.9]:1", "[::198.51.100.10]:1"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ka, err := f(request(tt.a))
-			if err != nil {
-				t.Fatal(err)
-			}
-			kb, err := f(request(tt.b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ka == kb {
-				t.Fatalf("%s and %s share the key %q, want one each", tt.a, tt.b, ka)
-			}
-		})
-	}
-}
-
 func TestOptionsRejected(t *testing.T) {
 	header := func(opts ...Option) (Func, error) { return Header("X-Api-Key", opts...) }
 	principal := func(opts ...Option) (Func, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/internal/verdict"
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
@@ -314,29 +315,10 @@ func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, i int, err e
 	answer(w, r, err)
 }
 
-// allow asks lim for one decision. A clocked limiter (clocked is lim, or
-// nil) decides at one reading of its own clock, which also times it and is
-// returned to date a decision that carries no instant of its own. Any
-// other limiter is timed by the system clock, and only when timed is set;
-// its instant is then that reading, else zero.
+// allow asks lim for one decision, at one reading of its clock when it
+// has one: verdict.Ask, which the gRPC interceptor shares.
 func allow(ctx context.Context, lim Limiter, clocked clockedLimiter, key string, cost int64, timed bool) (d limiter.Decision, at time.Time, took time.Duration, err error) {
-	if clocked != nil {
-		clk := clocked.Clock()
-		at = clk.Now()
-		d, err = clocked.AllowAt(ctx, key, cost, at)
-		if timed {
-			took = clk.Now().Sub(at)
-		}
-		return d, at, took, err
-	}
-	if timed {
-		at = time.Now()
-	}
-	d, err = lim.Allow(ctx, key, cost)
-	if timed {
-		took = time.Since(at)
-	}
-	return d, at, took, err
+	return verdict.Ask(ctx, lim, clocked, key, cost, timed)
 }
 
 // outcomeOf names what a decision made of the request. An error with the

@@ -1,24 +1,11 @@
 package middleware
 
-import "github.com/fixedwindow/ratelimit/limiter"
+import (
+	"github.com/fixedwindow/ratelimit/internal/verdict"
+	"github.com/fixedwindow/ratelimit/limiter"
+)
 
 // moreRestrictive reports whether a tells the client less than b does about
-// what it may still spend, by the rule the limiter applies to the windows
-// of one policy: a refusal beats an admission; between refusals the one
-// that resets last (the longer wait); between admissions the one with less
-// remaining, then the one that resets last.
-func moreRestrictive(a, b *limiter.Decision) bool {
-	if a.Allowed != b.Allowed {
-		return !a.Allowed
-	}
-	if !a.Allowed {
-		if !a.ResetAt.Equal(b.ResetAt) {
-			return a.ResetAt.After(b.ResetAt)
-		}
-		return a.Remaining < b.Remaining
-	}
-	if a.Remaining != b.Remaining {
-		return a.Remaining < b.Remaining
-	}
-	return a.ResetAt.After(b.ResetAt)
-}
+// what it may still spend: verdict.More, the rule the gRPC interceptor
+// shares.
+func moreRestrictive(a, b *limiter.Decision) bool { return verdict.More(a, b) }

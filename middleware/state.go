@@ -2,9 +2,9 @@ package middleware
 
 import (
 	"context"
-	"slices"
 
 	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/internal/verdict"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -21,13 +21,9 @@ import (
 type state struct {
 	context.Context // the request's context before the first middleware
 
-	best limiter.Decision // the most restrictive decision; a refusal only in shadow mode
-
-	// one is the policy that applied while it is the only one; policies
-	// lists every policy that applied, outermost first, each once, once
-	// there are several. The common request allocates no list.
-	one      *limiter.Policy
-	policies []*limiter.Policy
+	// v is the most restrictive decision (a refusal only in shadow
+	// mode) and the policies that applied, outermost first, each once.
+	v verdict.Joined
 
 	hdr headers.Buffer // the first header write's values
 }
@@ -62,49 +58,33 @@ func stateFrom(ctx context.Context) *state {
 // newState returns the state of a request first decided by d, and a
 // status recorder for WithCountIf in the same allocation when counted.
 func newState(ctx context.Context, d *limiter.Decision, counted bool) (*state, *statusRecorder) {
+	var s *state
+	var rec *statusRecorder
 	if counted {
-		cs := &countedState{state: state{Context: ctx, best: *d}}
-		return &cs.state, &cs.rec
+		cs := &countedState{state: state{Context: ctx}}
+		s, rec = &cs.state, &cs.rec
+	} else {
+		s = &state{Context: ctx}
 	}
-	return &state{Context: ctx, best: *d}, nil
+	s.v.Set(d)
+	return s, rec
 }
 
 // merge makes d the decision the headers describe if it is more
 // restrictive than the one they describe now.
-func (s *state) merge(d *limiter.Decision) {
-	if moreRestrictive(d, &s.best) {
-		s.best = *d
-	}
-}
+func (s *state) merge(d *limiter.Decision) { s.v.Merge(d) }
 
 // apply records that the policies applied, keeping each once.
-func (s *state) apply(ps []*limiter.Policy) {
-	for _, p := range ps {
-		switch {
-		case s.policies == nil && (s.one == nil || s.one == p):
-			s.one = p
-		case s.policies == nil:
-			s.policies = append(make([]*limiter.Policy, 0, 2*maxLimiters), s.one, p)
-		case !slices.Contains(s.policies, p):
-			s.policies = append(s.policies, p)
-		}
-	}
-}
+func (s *state) apply(ps []*limiter.Policy) { s.v.Apply(ps) }
 
 // applied returns every policy that applied, for the headers; nil when
-// one alone did, which is then the policy of best.
-func (s *state) applied() []*limiter.Policy { return s.policies }
+// one alone did, which is then the policy of the best decision.
+func (s *state) applied() []*limiter.Policy { return s.v.Applied() }
 
 // described returns the decision as the headers describe it: a refusal
 // that shadow mode let through is an admission with nothing remaining and
 // no Retry-After.
-func (s *state) described() limiter.Decision {
-	d := s.best
-	if !d.Allowed {
-		d.Allowed, d.RetryAfter = true, 0
-	}
-	return d
-}
+func (s *state) described() limiter.Decision { return s.v.Described() }
 
 // DecisionFrom returns the decision that the rate-limit headers of ctx's
 // request describe, for the handler: a JSON body showing the quota, a log
@@ -131,21 +111,10 @@ func DecisionFrom(ctx context.Context) (limiter.Decision, bool) {
 
 // with returns, in a new slice, the policies that applied to the request
 // when those of the middleware deciding now are added to the state's: the
-// list a refusal's headers name. A nil state has none of its own. The
-// copy keeps the caller's array on its stack: the denied handler is a
-// func value that escape analysis cannot see through.
+// list a refusal's headers name. A nil state has none of its own.
 func (s *state) with(ps []*limiter.Policy) []*limiter.Policy {
-	var all []*limiter.Policy
-	switch {
-	case s != nil && s.policies != nil:
-		all = append(all, s.policies...)
-	case s != nil && s.one != nil:
-		all = append(all, s.one)
+	if s == nil {
+		return (*verdict.Joined)(nil).With(ps)
 	}
-	for _, p := range ps {
-		if !slices.Contains(all, p) {
-			all = append(all, p)
-		}
-	}
-	return all
+	return s.v.With(ps)
 }

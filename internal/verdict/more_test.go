@@ -1,4 +1,4 @@
-package middleware
+package verdict
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
-func TestMoreRestrictive(t *testing.T) {
+func TestMore(t *testing.T) {
 	t0 := time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC)
 	d := func(allowed bool, remaining int64, reset time.Duration) limiter.Decision {
 		return limiter.Decision{Allowed: allowed, Remaining: remaining, ResetAt: t0.Add(reset)}
@@ -29,8 +29,8 @@ func TestMoreRestrictive(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := moreRestrictive(&tt.a, &tt.b); got != tt.want {
-				t.Errorf("moreRestrictive(%+v, %+v) = %v, want %v", tt.a, tt.b, got, tt.want)
+			if got := More(&tt.a, &tt.b); got != tt.want {
+				t.Errorf("More(%+v, %+v) = %v, want %v", tt.a, tt.b, got, tt.want)
 			}
 		})
 	}

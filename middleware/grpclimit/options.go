@@ -1,0 +1,178 @@
+package grpclimit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/middleware"
+)
+
+// An Option configures New. An option only records its argument; New
+// checks them all, once, and reports a bad one as an error wrapping
+// ErrInvalidOption that names it: a nil Option, an option given a nil
+// argument, and an option that cannot apply.
+type Option func(*config)
+
+// config is everything New settles; a call only reads it.
+type config struct {
+	key      KeyFunc
+	extra    []rule
+	methods  map[string]middleware.Limiter
+	exempt   func(ctx context.Context, fullMethod string) bool
+	cost     func(ctx context.Context, fullMethod string) int64
+	failOpen bool
+	shadow   bool
+	observe  middleware.Observer
+	headers  *headers.Writer
+	given    given // the options given, for New to check
+}
+
+// given records which options were given, so that New can tell a nil
+// argument from an option left out.
+type given uint8
+
+const (
+	givenKey given = 1 << iota
+	givenMethods
+	givenExempt
+	givenCost
+	givenObserver
+	givenHeaders
+)
+
+// check reports the first bad option, in the order of the options' docs.
+func (c *config) check() error {
+	nils := []struct {
+		g      given
+		isNil  bool
+		option string
+		what   string
+	}{
+		{givenKey, c.key == nil, "WithKey", "key function"},
+		{givenMethods, c.methods == nil, "WithMethods", "map"},
+		{givenExempt, c.exempt == nil, "WithExempt", "exempt predicate"},
+		{givenCost, c.cost == nil, "WithCost", "cost function"},
+		{givenObserver, c.observe == nil, "WithObserver", "observer"},
+		{givenHeaders, c.headers == nil, "WithHeaders", "writer"},
+	}
+	for _, n := range nils {
+		if c.given&n.g != 0 && n.isNil {
+			return fmt.Errorf("%w: %s(nil): %s is nil", ErrInvalidOption, n.option, n.what)
+		}
+	}
+	for i, r := range c.extra {
+		switch {
+		case isNil(r.lim):
+			return fmt.Errorf("%w: WithLimiter (limiter %d): limiter is nil or has no policy", ErrInvalidOption, i+1)
+		case r.key == nil:
+			return fmt.Errorf("%w: WithLimiter (limiter %d, policy %q): key function is nil", ErrInvalidOption, i+1, r.lim.Policy().Name())
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(c.methods)) {
+		switch l := c.methods[m]; {
+		case !validMethod(m):
+			return fmt.Errorf("%w: WithMethods: %q is not a full method name, /package.Service/Method", ErrInvalidOption, m)
+		case isNil(l):
+			return fmt.Errorf("%w: WithMethods: the limiter of %s is nil or has no policy", ErrInvalidOption, m)
+		}
+	}
+	if c.headers != nil {
+		for _, name := range names(c.headers.Lower()) {
+			if !validMetadataName(name) || strings.HasSuffix(name, "-bin") || strings.HasPrefix(name, "grpc-") {
+				return fmt.Errorf("%w: WithHeaders: field %q is not a metadata name gRPC can send as text", ErrInvalidOption, name)
+			}
+		}
+	}
+	return nil
+}
+
+// validMethod reports whether m is a full method name: "/", a service,
+// "/", a method, neither empty nor holding another "/".
+func validMethod(m string) bool {
+	svc, method, ok := strings.Cut(strings.TrimPrefix(m, "/"), "/")
+	return strings.HasPrefix(m, "/") && ok && svc != "" && method != "" && !strings.Contains(method, "/")
+}
+
+// WithKey sets how the limiter passed to New keys a call (default
+// PeerHost). A key function that fails, or returns "", answers the call
+// INVALID_ARGUMENT (keyfunc.ErrNoKey) or INTERNAL (any other error).
+func WithKey(f KeyFunc) Option {
+	return func(c *config) { c.key, c.given = f, c.given|givenKey }
+}
+
+// WithLimiter adds a limit: l, applied to the key that key resolves, as
+// middleware.WithLimiter does. Every key is resolved before any limiter is
+// asked; the limiters are then asked in order (New's first), and the
+// first refusal answers the call without asking the rest. The metadata
+// describe the most restrictive decision, once. At most 4 limiters in
+// all, New's included.
+func WithLimiter(l middleware.Limiter, key KeyFunc) Option {
+	return func(c *config) { c.extra = append(c.extra, rule{lim: l, key: key}) }
+}
+
+// WithMethods sets, per full method ("/package.Service/Method"), the
+// limiter that applies in place of the one given to New, keyed alike: a
+// costly method gets a tighter policy. A method with no entry uses New's
+// limiter. Give each policy its own name. The map is copied; a nil
+// limiter or a key that is not a full method name is an error.
+func WithMethods(m map[string]middleware.Limiter) Option {
+	return func(c *config) { c.methods, c.given = m, c.given|givenMethods }
+}
+
+// WithExempt passes the calls for which f reports true straight to the
+// handler, uncounted and without metadata: health checks
+// ("/grpc.health.v1.Health/Check"), an allowlist of internal callers.
+func WithExempt(f func(ctx context.Context, fullMethod string) bool) Option {
+	return func(c *config) { c.exempt, c.given = f, c.given|givenExempt }
+}
+
+// WithCost sets the cost of each call (default 1), for methods that weigh
+// more than others. A cost above the limit is refused without charge; a
+// cost of zero or less is a limiter error (limiter.ErrInvalidCost):
+// UNAVAILABLE, or through with WithFailOpen.
+func WithCost(f func(ctx context.Context, fullMethod string) int64) Option {
+	return func(c *config) { c.cost, c.given = f, c.given|givenCost }
+}
+
+// WithFailOpen lets calls through when a limiter cannot decide (its store
+// is down, say), instead of answering UNAVAILABLE: the service stays up
+// through a limiter outage, with no limit meanwhile. The failure is still
+// reported to the observer, with Event.FailOpen set. A call whose context
+// is done is not let through (CANCELED or DEADLINE_EXCEEDED), nor one
+// whose key function fails.
+func WithFailOpen() Option { return func(c *config) { c.failOpen = true } }
+
+// WithShadow decides, counts and sends the metadata but never refuses: a
+// call the limiter denies is passed on and reported as ShadowDenied, as
+// middleware.WithShadow does, stopping at the first refusal so that the
+// counts are the ones enforcing would make.
+func WithShadow() Option { return func(c *config) { c.shadow = true } }
+
+// WithObserver has f told of every decision, limiter error and key
+// failure, as middleware.WithObserver does, so that middleware/metrics'
+// and middleware/otelmetrics' Observe work unchanged. The Event's Request
+// is a stand-in for the call, made only when an observer is set: its
+// context is the call's (the span and exemplars of otelmetrics), Method
+// is POST, URL.Path, RequestURI and Pattern are the full method, Proto is
+// HTTP/2.0; it has no header. Decision latency is measured only when an
+// observer is set.
+func WithObserver(f middleware.Observer) Option {
+	return func(c *config) { c.observe, c.given = f, c.given|givenObserver }
+}
+
+// WithHeaders sets the writer of the rate-limit metadata (default:
+// headers.New() with its defaults, x-ratelimit-limit,
+// x-ratelimit-remaining and x-ratelimit-reset): build it with headers.New
+// to add the draft's ratelimit and ratelimit-policy fields
+// (headers.WithDraftHeaders), drop the x-ratelimit-* ones or rename them.
+// The names are sent in lower case; a name that is not a valid gRPC
+// metadata name is an error. The same Writer may serve the HTTP
+// middleware: its body settings (WithProblemJSON) concern HTTP's 429 and
+// are not used here.
+func WithHeaders(w *headers.Writer) Option {
+	return func(c *config) { c.headers, c.given = w, c.given|givenHeaders }
+}

@@ -1,0 +1,102 @@
+package grpclimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/keyfunc"
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/middleware"
+	"github.com/fixedwindow/ratelimit/middleware/grpclimit"
+)
+
+// TestNewRefuses: every bad argument is New's error, wrapping
+// ErrInvalidOption and naming the option, never a call's.
+func TestNewRefuses(t *testing.T) {
+	l, _ := newLimiter(t, limiter.MustPolicy("api", limiter.PerMinute(10)), noon30)
+	renamed, err := headers.New(headers.WithNames(headers.Names{Limit: "X-Rate!Limit"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nilLimiter *limiter.Limiter
+	tests := []struct {
+		name string
+		lim  middleware.Limiter
+		opts []grpclimit.Option
+		want string
+	}{
+		{"nil_limiter", nil, nil, "limiter is nil"},
+		{"typed_nil_limiter", nilLimiter, nil, "limiter is nil"},
+		{"nil_option", l, []grpclimit.Option{nil}, "nil Option 0"},
+		{"nil_key", l, []grpclimit.Option{grpclimit.WithKey(nil)}, "WithKey(nil)"},
+		{"nil_methods", l, []grpclimit.Option{grpclimit.WithMethods(nil)}, "WithMethods(nil)"},
+		{"nil_exempt", l, []grpclimit.Option{grpclimit.WithExempt(nil)}, "WithExempt(nil)"},
+		{"nil_cost", l, []grpclimit.Option{grpclimit.WithCost(nil)}, "WithCost(nil)"},
+		{"nil_observer", l, []grpclimit.Option{grpclimit.WithObserver(nil)}, "WithObserver(nil)"},
+		{"nil_headers", l, []grpclimit.Option{grpclimit.WithHeaders(nil)}, "WithHeaders(nil)"},
+		{"extra_nil_limiter", l, []grpclimit.Option{grpclimit.WithLimiter(nil, grpclimit.PeerHost())}, "WithLimiter (limiter 1)"},
+		{"extra_nil_key", l, []grpclimit.Option{grpclimit.WithLimiter(l, nil)}, "key function is nil"},
+		{"too_many_limiters", l, []grpclimit.Option{
+			grpclimit.WithLimiter(l, grpclimit.PeerHost()), grpclimit.WithLimiter(l, grpclimit.PeerHost()),
+			grpclimit.WithLimiter(l, grpclimit.PeerHost()), grpclimit.WithLimiter(l, grpclimit.PeerHost()),
+		}, "5 limiters, at most 4"},
+		{"method_not_full", l, []grpclimit.Option{grpclimit.WithMethods(map[string]middleware.Limiter{"Check": l})}, `"Check" is not a full method name`},
+		{"method_nil_limiter", l, []grpclimit.Option{grpclimit.WithMethods(map[string]middleware.Limiter{checkMethod: nil})}, "the limiter of " + checkMethod},
+		{"name_not_metadata", l, []grpclimit.Option{grpclimit.WithHeaders(renamed)}, `"x-rate!limit"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ic, err := grpclimit.New(tt.lim, tt.opts...)
+			if ic != nil || !errors.Is(err, grpclimit.ErrInvalidOption) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New: %v, %v; want an ErrInvalidOption naming %q", ic, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestKeyFailures: a call without a key is INVALID_ARGUMENT (KeyError); a
+// key function that is misconfigured, or fails otherwise, is INTERNAL
+// (Misconfigured); none charges anything or runs the handler, and no
+// answer carries the error's text.
+func TestKeyFailures(t *testing.T) {
+	l, _ := newLimiter(t, limiter.MustPolicy("api", limiter.PerMinute(10)), noon30)
+	for _, tt := range []struct {
+		name    string
+		key     grpclimit.KeyFunc
+		code    codes.Code
+		outcome middleware.Outcome
+	}{
+		{"no_key", grpclimit.Must(grpclimit.Metadata("x-api-key")), codes.InvalidArgument, middleware.KeyError},
+		{"empty_key", fixedKey(""), codes.InvalidArgument, middleware.KeyError},
+		{"misconfigured", failingKey(fmt.Errorf("%w: %w: no route", keyfunc.ErrMisconfigured, keyfunc.ErrNoKey)), codes.Internal, middleware.Misconfigured},
+		{"other_error", failingKey(errors.New("session store 10.9.9.9 down")), codes.Internal, middleware.Misconfigured},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var seen middleware.Outcome
+			ic := newInterceptor(t, l, grpclimit.WithKey(tt.key), grpclimit.WithFailOpen(),
+				grpclimit.WithObserver(func(e middleware.Event) { seen = e.Outcome }))
+			ran := false
+			_, err := ic.Unary()(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: checkMethod}, func(context.Context, any) (any, error) {
+				ran = true
+				return nil, nil
+			})
+			st := status.Convert(err)
+			if st.Code() != tt.code || ran || seen != tt.outcome || strings.Contains(st.Message(), "10.9.9.9") {
+				t.Fatalf("got %v (handler ran %v, outcome %v); want %v, %v", st, ran, seen, tt.code, tt.outcome)
+			}
+		})
+	}
+}
+
+// failingKey fails every call with err.
+func failingKey(err error) grpclimit.KeyFunc {
+	return func(context.Context, string) (string, error) { return "", err }
+}

@@ -1,0 +1,101 @@
+package grpclimit
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/keyfunc"
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/middleware"
+)
+
+// PushbackTrailer is the trailer by which a server tells a gRPC client
+// with a retry policy how long to wait before its next attempt, in
+// milliseconds (gRFC A6): a denied call carries the wait until the
+// window turns.
+const PushbackTrailer = "grpc-retry-pushback-ms"
+
+// The answers that carry nothing of the call: one value each, and never
+// an error's text, which may name hosts, keys or internals.
+var (
+	errUnavailable = status.Error(codes.Unavailable, "rate limiter unavailable")
+	errNoKeyStatus = status.Error(codes.InvalidArgument, "the client could not be identified for rate limiting")
+	errInternal    = status.Error(codes.Internal, "internal error")
+)
+
+// keyOutcome names a key function's failure and the call's answer: a
+// client without a key is the client's (INVALID_ARGUMENT); a key function
+// installed where it cannot work, or failing otherwise, is the server's
+// (INTERNAL). A failure that is neither is reported as Misconfigured
+// until package middleware has an outcome of its own for it (KeyFailed).
+func keyOutcome(err error) (middleware.Outcome, error) {
+	switch {
+	case errors.Is(err, keyfunc.ErrMisconfigured):
+		return middleware.Misconfigured, errInternal
+	case errors.Is(err, keyfunc.ErrNoKey):
+		return middleware.KeyError, errNoKeyStatus
+	}
+	return middleware.Misconfigured, errInternal
+}
+
+// deny answers a call that d refused: RESOURCE_EXHAUSTED with RetryInfo
+// and QuotaFailure details, and in the trailer the rate-limit metadata of
+// the refusal, naming every policy that applied (the state's of the
+// interceptors around, if any, and applied), and the pushback. Nothing
+// goes in the header: a response that sends a header commits the call,
+// and a grpc-go client with a retry policy would not retry it (gRFC A6);
+// a trailers-only response is retried after the pushback. ss is the
+// call's stream, nil for a unary call.
+func (ic *Interceptor) deny(ctx context.Context, ss grpc.ServerStream, outer *state, d *limiter.Decision, applied []*limiter.Policy) error {
+	md := make(metadata.MD, 6)
+	ic.md.Write(http.Header(md), d, outer.with(applied)...)
+	if outer != nil {
+		// The refusal answers the call: the interceptors around set no
+		// header metadata of their own.
+		outer.flushed.Store(true)
+	}
+	secs := headers.RetryAfterSeconds(d.RetryAfter)
+	md[PushbackTrailer] = []string{strconv.FormatInt(secs*1000, 10)}
+	if ss != nil {
+		ss.SetTrailer(md)
+	} else {
+		_ = grpc.SetTrailer(ctx, md)
+	}
+	return denial(d, secs)
+}
+
+// denial returns the RESOURCE_EXHAUSTED status of a refusal that lifts in
+// secs seconds: RetryInfo with that delay, and a QuotaFailure that names
+// the policy and its limit, never the key.
+func denial(d *limiter.Decision, secs int64) error {
+	wait := strconv.FormatInt(secs, 10)
+	st := status.New(codes.ResourceExhausted, "rate limit exceeded; retry in "+wait+"s")
+	name := "default"
+	if d.Policy != nil {
+		name = d.Policy.Name()
+	}
+	detailed, err := st.WithDetails(
+		&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)},
+		&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
+			Subject:     "policy:" + name,
+			Description: "limit of " + strconv.FormatInt(d.Limit, 10) + " per " + d.Window.String() + " exceeded; retry in " + wait + "s",
+		}}},
+	)
+	if err != nil {
+		// Marshalling two fixed messages does not fail; if it ever
+		// did, the code and the message still say what happened.
+		return st.Err()
+	}
+	return detailed.Err()
+}
