@@ -63,8 +63,8 @@ func TestNewRefuses(t *testing.T) {
 }
 
 // TestKeyFailures: a call without a key is INVALID_ARGUMENT (KeyError); a
-// key function that is misconfigured, or fails otherwise, is INTERNAL
-// (Misconfigured); none charges anything or runs the handler, and no
+// key function that is misconfigured is INTERNAL (Misconfigured), and one
+// that fails otherwise INTERNAL too (KeyFailed); none charges anything or runs the handler, and no
 // answer carries the error's text.
 func TestKeyFailures(t *testing.T) {
 	l, _ := newLimiter(t, limiter.MustPolicy("api", limiter.PerMinute(10)), noon30)
@@ -77,7 +77,7 @@ func TestKeyFailures(t *testing.T) {
 		{"no_key", grpclimit.Must(grpclimit.Metadata("x-api-key")), codes.InvalidArgument, middleware.KeyError},
 		{"empty_key", fixedKey(""), codes.InvalidArgument, middleware.KeyError},
 		{"misconfigured", failingKey(fmt.Errorf("%w: %w: no route", keyfunc.ErrMisconfigured, keyfunc.ErrNoKey)), codes.Internal, middleware.Misconfigured},
-		{"other_error", failingKey(errors.New("session store 10.9.9.9 down")), codes.Internal, middleware.Misconfigured},
+		{"other_error", failingKey(errors.New("session store 10.9.9.9 down")), codes.Internal, middleware.KeyFailed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var seen middleware.Outcome

@@ -37,8 +37,8 @@ var (
 // keyOutcome names a key function's failure and the call's answer: a
 // client without a key is the client's (INVALID_ARGUMENT); a key function
 // installed where it cannot work, or failing otherwise, is the server's
-// (INTERNAL). A failure that is neither is reported as Misconfigured
-// until package middleware has an outcome of its own for it (KeyFailed).
+// (INTERNAL), reported as Misconfigured or KeyFailed, as the HTTP
+// middleware reports them.
 func keyOutcome(err error) (middleware.Outcome, error) {
 	switch {
 	case errors.Is(err, keyfunc.ErrMisconfigured):
@@ -46,7 +46,7 @@ func keyOutcome(err error) (middleware.Outcome, error) {
 	case errors.Is(err, keyfunc.ErrNoKey):
 		return middleware.KeyError, errNoKeyStatus
 	}
-	return middleware.Misconfigured, errInternal
+	return middleware.KeyFailed, errInternal
 }
 
 // deny answers a call that d refused: RESOURCE_EXHAUSTED with RetryInfo
