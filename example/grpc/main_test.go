@@ -21,6 +21,7 @@ import (
 
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/limiter/redisstore"
 	"github.com/fixedwindow/ratelimit/middleware"
 	"github.com/fixedwindow/ratelimit/middleware/metrics"
@@ -39,7 +40,10 @@ func TestBothDoorsOneBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(4)), limiter.WithStore(store))
+	// A test clock: four requests on the real clock could straddle a
+	// minute's end and find a fresh budget.
+	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))
+	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(4)), limiter.WithStore(store), limiter.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
