@@ -12,7 +12,8 @@ import (
 	"github.com/sony/gobreaker/v2"
 )
 
-// Health is the store's view of Redis, as its circuit breaker sees it.
+// Health is the store's view of one Redis server, from its calls and its
+// circuit breaker.
 type Health uint8
 
 const (
