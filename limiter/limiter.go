@@ -57,6 +57,8 @@ type config struct {
 	clock    Clock
 	storeSet bool
 	clockSet bool
+	lease    time.Duration // WithInFlightLease, for NewInFlight only
+	leaseSet bool
 }
 
 // WithStore sets the store (default: a new MemoryStore owned by the
@@ -97,6 +99,8 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: WithStore(nil): store is nil", ErrInvalidOption)
 	case c.clockSet && c.clock == nil:
 		return nil, fmt.Errorf("%w: WithClock(nil): clock is nil", ErrInvalidOption)
+	case c.leaseSet:
+		return nil, fmt.Errorf("%w: WithInFlightLease(%v) does not apply to New: it sets an InFlight's lease (NewInFlight)", ErrInvalidOption, c.lease)
 	}
 	l := &Limiter{policy: p, store: c.store, clock: c.clock}
 	if l.store == nil {
