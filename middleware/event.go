@@ -39,10 +39,17 @@ const (
 	// answer is a bare 499, the status access logs know from nginx as
 	// "client closed request" (nobody is there to read it).
 	Canceled
-	// Refunded: after the handler answered with a status WithCountIf
-	// does not count, the limiter was asked to return the charge. Err is
-	// the refund's error, if it failed (the charge then stays).
+	// Refunded: the limiter was asked to return the charge: after the
+	// handler answered with a status WithCountIf does not count, or when
+	// an in-flight cap (WithInFlight) refused a request the rates had
+	// admitted. Err is the refund's error, if it failed (the charge then
+	// stays).
 	Refunded
+	// Released: a request an in-flight cap (WithInFlight) admitted has
+	// ended, on whatever path (a return, a panic, a client gone), and
+	// its slot was given back. Decision is the admission; Duration is
+	// how long the slot was held, by the cap's clock.
+	Released
 )
 
 var outcomeNames = [...]string{
@@ -54,6 +61,7 @@ var outcomeNames = [...]string{
 	Misconfigured: "misconfigured",
 	Canceled:      "canceled",
 	Refunded:      "refunded",
+	Released:      "released",
 }
 
 // String returns the outcome's name in snake case ("shadow_denied"), as
@@ -76,7 +84,8 @@ type Event struct {
 	// It identifies a client: log it with care and never use it as a
 	// metric label.
 	Key string
-	// Policy is the policy of the limiter concerned.
+	// Policy is the policy of the limiter concerned: for an in-flight
+	// cap, its Policy (MaxInFlight reports its max).
 	Policy *limiter.Policy
 	// Outcome is what became of the request under this limiter.
 	Outcome Outcome
@@ -90,7 +99,8 @@ type Event struct {
 	// FailOpen reports that an error let the request through.
 	FailOpen bool
 	// Duration is how long the limiter took to answer; zero for
-	// KeyError, Misconfigured and Refunded.
+	// KeyError, Misconfigured and Refunded; for Released, how long the
+	// slot was held.
 	Duration time.Duration
 }
 

@@ -30,6 +30,8 @@ type state struct {
 	policies []*limiter.Policy
 
 	hdr headers.Buffer // the first header write's values
+
+	caps *heldCaps // the in-flight slots of the innermost middleware that holds some, linked to the outer ones'
 }
 
 // A countedState is a state with room for WithCountIf's status recorder,
@@ -38,6 +40,14 @@ type state struct {
 type countedState struct {
 	state
 	rec statusRecorder
+}
+
+// A cappedState is a state with room for the slots of the middleware's
+// in-flight caps (WithInFlight), and for the recorder when it counts by
+// status too: one struct still.
+type cappedState struct {
+	countedState
+	held heldCaps
 }
 
 // stateKey is the context key of a *state. The state answers it itself,
@@ -59,14 +69,23 @@ func stateFrom(ctx context.Context) *state {
 	return s
 }
 
-// newState returns the state of a request first decided by d, and a
-// status recorder for WithCountIf in the same allocation when counted.
-func newState(ctx context.Context, d *limiter.Decision, counted bool) (*state, *statusRecorder) {
-	if counted {
+// newState returns the state of a request first decided by d, and in
+// the same allocation a status recorder for WithCountIf when counted,
+// and room for the caps' slots when capped.
+func newState(ctx context.Context, d *limiter.Decision, counted, capped bool) (*state, *statusRecorder, *heldCaps) {
+	switch {
+	case capped:
+		cs := &cappedState{countedState: countedState{state: state{Context: ctx, best: *d}}}
+		var rec *statusRecorder
+		if counted {
+			rec = &cs.rec
+		}
+		return &cs.state, rec, &cs.held
+	case counted:
 		cs := &countedState{state: state{Context: ctx, best: *d}}
-		return &cs.state, &cs.rec
+		return &cs.state, &cs.rec, nil
 	}
-	return &state{Context: ctx, best: *d}, nil
+	return &state{Context: ctx, best: *d}, nil, nil
 }
 
 // merge makes d the decision the headers describe if it is more
