@@ -63,12 +63,12 @@ type InFlight struct {
 
 // WithInFlightLease sets how long a slot outlives a replica that died
 // holding it (default 10s; at least 1s), for NewInFlight: a shared store
-// (Redis) renews each live slot well within the lease, a quarter of it
-// apart, and lets the slots nobody renews go when it ends. A shorter lease
-// frees a dead replica's slots sooner at the price of more renewals of
-// long requests (none for a request shorter than a quarter of it). The
-// memory store keeps slots until they are released and ignores it. New
-// refuses it: a rate has no slots.
+// (Redis) renews each live slot every quarter to three eighths of the
+// lease, and lets the slots nobody renews go when their lease ends. A
+// shorter lease frees a dead replica's slots sooner at the price of more
+// renewals of long requests (none for a request shorter than a quarter
+// of it). The memory store keeps slots until they are released and
+// ignores it. New refuses it: a rate has no slots.
 func WithInFlightLease(d time.Duration) Option {
 	return func(c *config) { c.lease, c.leaseSet = d, true }
 }
