@@ -30,7 +30,7 @@ func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter
 		body = w.problemBody(d, retry)
 	} else {
 		h["Content-Type"] = []string{"text/plain; charset=utf-8"}
-		body = textBody(retry)
+		body = textBody(isCap(d), retry)
 	}
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	rw.WriteHeader(http.StatusTooManyRequests)
@@ -39,10 +39,16 @@ func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter
 	}
 }
 
-// textBody is "rate limit exceeded; retry in 30 seconds\n".
-func textBody(retry int64) []byte {
+// textBody is "rate limit exceeded; retry in 30 seconds\n", or for an
+// in-flight cap (inFlight) "concurrency limit exceeded; ...".
+func textBody(inFlight bool, retry int64) []byte {
 	b := make([]byte, 0, 64)
-	b = append(b, "rate limit exceeded; retry in "...)
+	if inFlight {
+		b = append(b, "concurrency"...)
+	} else {
+		b = append(b, "rate"...)
+	}
+	b = append(b, " limit exceeded; retry in "...)
 	b = strconv.AppendInt(b, retry, 10)
 	b = append(b, " second"...)
 	if retry != 1 {
@@ -60,7 +66,14 @@ func (w *Writer) problemBody(d *limiter.Decision, retry int64) []byte {
 	b = append(b, w.problem.typ...)
 	b = append(b, `,"title":`...)
 	b = append(b, w.problem.title...)
-	b = append(b, `,"status":429,"detail":"rate limit`...)
+	b = append(b, `,"status":429,"detail":"`...)
+	inFlight := isCap(d)
+	if inFlight {
+		b = append(b, "concurrency limit of "...)
+		b = strconv.AppendInt(b, sfInteger(d.Limit), 10)
+	} else {
+		b = append(b, "rate limit"...)
+	}
 	if d != nil && d.Limit > 0 && d.Window > 0 {
 		b = append(b, " of "...)
 		b = strconv.AppendInt(b, d.Limit, 10)
@@ -75,7 +88,7 @@ func (w *Writer) problemBody(d *limiter.Decision, retry int64) []byte {
 	}
 	b = append(b, `","retry_after":`...)
 	b = strconv.AppendInt(b, retry, 10)
-	if d != nil && d.Window > 0 {
+	if d != nil && (d.Window > 0 || inFlight) {
 		b = append(b, `,"violated-policies":["`...)
 		b = append(b, windowName(d.Policy, d.Window)...)
 		b = append(b, `"]`...)

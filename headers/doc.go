@@ -12,6 +12,11 @@
 //	RateLimit-Policy: "api-1m";q=100;w=60, "api-1s";q=5;w=1
 //	RateLimit: "api-1s";r=0;t=1
 //
+// An in-flight cap (limiter.InFlight) is a policy of the draft's unit
+// concurrent-requests: "exports";q=5;qu="concurrent-requests" in
+// RateLimit-Policy, its slots left in RateLimit ("exports";r=4, no t),
+// and no X-RateLimit-Reset on its refusal (WriteInFlight).
+//
 // Header names are case-insensitive, and net/http sends each in canonical
 // form: X-RateLimit-Limit goes out as X-Ratelimit-Limit, and over HTTP/2
 // every name is lowercase (x-ratelimit-limit). Match them without case, as

@@ -74,6 +74,10 @@ func (c *policyCache) get(p *limiter.Policy) *policyInfo {
 }
 
 func newPolicyInfo(p *limiter.Policy) *policyInfo {
+	if m := p.MaxInFlight(); m > 0 {
+		q := `"` + p.Name() + `"`
+		return &policyInfo{windows: []time.Duration{0}, quoted: []string{q}, policy: capPolicyItem(q, m)}
+	}
 	info := &policyInfo{}
 	var b []byte
 	for i := range p.NumRates() {

@@ -101,8 +101,12 @@ func (w *Writer) write(h http.Header, d *limiter.Decision) {
 		s := len(b)
 		b = strconv.AppendInt(b, sfInteger(d.Remaining), 10)
 		add(w.names.Remaining, s)
-		fields[n] = field{name: w.names.Reset, str: w.ints.format(unixCeil(d.ResetAt))}
-		n++
+		if isCap(d) {
+			delete(h, w.names.Reset) // a cap has no window to reset
+		} else {
+			fields[n] = field{name: w.names.Reset, str: w.ints.format(unixCeil(d.ResetAt))}
+			n++
+		}
 	}
 	if !d.Allowed {
 		s := len(b)
@@ -151,8 +155,7 @@ func (w *Writer) write(h http.Header, d *limiter.Decision) {
 // value, while the response's header map is in use. The zero Buffer is
 // ready.
 type Buffer struct {
-	blk  block
-	used bool
+	blk block // written into once vals[0], a formatted limit, is set
 }
 
 // WriteBuffer is Write with buf, unless it is nil or already written
@@ -160,11 +163,10 @@ type Buffer struct {
 // fields, when enabled, are formatted into an allocation of their own as
 // ever.
 func (w *Writer) WriteBuffer(buf *Buffer, h http.Header, d *limiter.Decision, applied ...*limiter.Policy) {
-	if buf == nil || buf.used || d == nil || !w.legacy || w.draft {
+	if buf == nil || buf.blk.vals[0] != "" || d == nil || !w.legacy || w.draft {
 		w.Write(h, d, applied...)
 		return
 	}
-	buf.used = true
 	w.writeLegacyInto(&buf.blk, h, d)
 }
 
@@ -183,10 +185,14 @@ func (w *Writer) writeLegacyInto(blk *block, h http.Header, d *limiter.Decision)
 	blk.vals[0] = w.ints.format(sfInteger(d.Limit))
 	b := strconv.AppendInt(blk.buf[:0], sfInteger(d.Remaining), 10)
 	blk.vals[1] = unsafe.String(&blk.buf[0], len(b))
-	blk.vals[2] = w.ints.format(unixCeil(d.ResetAt))
 	h[w.names.Limit] = blk.vals[0:1:1]
 	h[w.names.Remaining] = blk.vals[1:2:2]
-	h[w.names.Reset] = blk.vals[2:3:3]
+	if isCap(d) {
+		delete(h, w.names.Reset) // a cap has no window to reset
+	} else {
+		blk.vals[2] = w.ints.format(unixCeil(d.ResetAt))
+		h[w.names.Reset] = blk.vals[2:3:3]
+	}
 	if d.Allowed {
 		delete(h, w.names.RetryAfter)
 		return
@@ -236,6 +242,9 @@ func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int,
 		return start, b, string(appendPolicyItem(nil, q, d.Limit, d.Window))
 	}
 	info := w.policies.get(d.Policy)
+	if isCap(d) {
+		return start, appendCapItem(b, info.quoted[0], d.Remaining), info.policy
+	}
 	if !w.everyWindow || n == 0 {
 		i := info.index(d.Window)
 		if i < 0 {

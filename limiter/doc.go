@@ -26,6 +26,14 @@
 // is kept in step. Tests move a limitertest.Clock to cross a window
 // without sleeping; [Limiter.AllowAt] decides at an instant given instead.
 //
+// An [InFlight] caps concurrency rather than rate: at most max requests
+// of a key at once (NewInFlight), each holding a slot from Acquire until
+// it calls the release func Acquire returned. Slots live in the memory
+// store, or in Redis to share one cap across replicas (a slot there is
+// leased, renewed while held and given back within the lease when its
+// holder dies). A cap's Policy names it in headers and metrics; it has no
+// rates, and New refuses it.
+//
 //	p, err := limiter.NewPolicy("api", limiter.PerMinute(100), limiter.PerSecond(5))
 //	if err != nil {
 //		log.Fatal(err)

@@ -19,4 +19,8 @@ var (
 	ErrInvalidKey = errors.New("limiter: key must not be empty")
 	// ErrClosed reports a call on a closed store or limiter.
 	ErrClosed = errors.New("limiter: closed")
+	// ErrFull reports a store that cannot hold one more key's in-flight
+	// slots (MemoryStore, at WithMaxKeys keys in a shard): a slot is
+	// never evicted, so the request is not admitted.
+	ErrFull = errors.New("limiter: store full")
 )

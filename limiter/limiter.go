@@ -59,6 +59,8 @@ type config struct {
 	clock    Clock
 	storeSet bool
 	clockSet bool
+	lease    time.Duration // WithInFlightLease, for NewInFlight only
+	leaseSet bool
 }
 
 // WithStore sets the store (default: a new MemoryStore owned by the
@@ -108,6 +110,8 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: WithStore(%s): store is nil", ErrInvalidOption, nilName(c.store))
 	case c.clockSet && isNil(c.clock):
 		return nil, fmt.Errorf("%w: WithClock(%s): clock is nil", ErrInvalidOption, nilName(c.clock))
+	case c.leaseSet:
+		return nil, fmt.Errorf("%w: WithInFlightLease(%v) does not apply to New: it sets an InFlight's lease (NewInFlight)", ErrInvalidOption, c.lease)
 	}
 	l := &Limiter{policy: p, store: c.store, clock: c.clock}
 	if c.storeSet {

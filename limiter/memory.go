@@ -100,6 +100,7 @@ type MemoryStore struct {
 	perShard  int
 	mono      func() time.Duration // the monotonic clock of the tables' deadlines; a test may set it
 	evictions atomic.Uint64
+	slots     slotTable // in-flight slots (memory_slots.go), made on first use
 	closed    atomic.Bool
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -531,6 +532,9 @@ type MemoryStats struct {
 	// one a client whose budget started again early. A store that evicts
 	// is too small for its traffic, or is being flooded.
 	Evictions uint64
+	// SlotKeys is the number of keys holding in-flight slots (InFlight),
+	// bounded by MaxKeys apart from the counters.
+	SlotKeys int
 }
 
 // Stats reports the counters held, the bound and the evictions so far.
@@ -542,7 +546,7 @@ func (s *MemoryStore) Stats() MemoryStats {
 		n += sh.n
 		sh.mu.Unlock()
 	}
-	return MemoryStats{Keys: n, MaxKeys: s.perShard * len(s.shards), Evictions: s.evictions.Load()}
+	return MemoryStats{Keys: n, MaxKeys: s.perShard * len(s.shards), Evictions: s.evictions.Load(), SlotKeys: s.table().keys()}
 }
 
 // Sweep frees the counters of every window that has passed by now, for

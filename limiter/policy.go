@@ -88,6 +88,9 @@ type Policy struct {
 	spans []span // per rate, precomputed for the hot path
 	id    string // name and rates, canonical: namespaces storage keys
 	tag   uint64 // FNV-1a of id
+	// inFlight is an in-flight cap's maximum (NewInFlight), which has
+	// no rates; 0 for a policy of rates.
+	inFlight int64
 }
 
 // span is a rate's window in milliseconds, and the largest window id whose
@@ -185,6 +188,9 @@ func (p *Policy) ID() string { return p.id }
 
 // String returns a readable form, such as "api: 100/1m0s + 5/1s".
 func (p *Policy) String() string {
+	if p != nil && p.inFlight > 0 {
+		return p.name + ": " + strconv.FormatInt(p.inFlight, 10) + " in flight"
+	}
 	if p == nil || len(p.rates) == 0 {
 		return "<invalid policy>"
 	}
@@ -201,6 +207,9 @@ func (p *Policy) String() string {
 }
 
 func (p *Policy) check() error {
+	if p != nil && p.inFlight > 0 {
+		return fmt.Errorf("%w: policy %q is an in-flight cap's (NewInFlight), which has no rates", ErrInvalidPolicy, p.name)
+	}
 	if p == nil || len(p.rates) == 0 {
 		return fmt.Errorf("%w: nil or zero Policy; build one with NewPolicy", ErrInvalidPolicy)
 	}

@@ -90,6 +90,18 @@ func BenchmarkMiddleware(b *testing.B) {
 	}
 	b.Run("handler=bare", func(b *testing.B) { serveParallel(b, bare, reqs) })
 	b.Run("handler=middleware", func(b *testing.B) { serveParallel(b, plain(bare), reqs) })
+	// With an in-flight cap per client address beside the rate, on the
+	// memory store: one slot taken and given back per request.
+	f, err := limiter.NewInFlight("bench-slots", 1_000_000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	capped, err := middleware.New(l, middleware.WithInFlight(f, nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("handler=middleware,inflight", func(b *testing.B) { serveParallel(b, capped(bare), reqs) })
 	// handler=middleware+metrics is measured in the adapters' modules:
 	// middleware/metrics and middleware/otelmetrics, BenchmarkMiddleware.
 

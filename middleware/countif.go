@@ -25,7 +25,7 @@ func (c *charges) add(rule int, l Limiter, d *limiter.Decision) {
 
 // errCannotRefund is what the observer is told of a charge made by a
 // limiter WithResolver returned that has no Refund method.
-var errCannotRefund = errors.New("middleware: WithCountIf: the resolved limiter is no Refunder; the charge stays")
+var errCannotRefund = errors.New("middleware: the resolved limiter is no Refunder; the charge stays")
 
 // serveCounted calls the handler with a ResponseWriter that records the
 // status, then refunds every charge when the status is not one to count.
@@ -48,8 +48,14 @@ func (h *handler) serveCounted(w http.ResponseWriter, r *http.Request, rec *stat
 	if !known || h.cfg.countIf(status) {
 		return
 	}
-	// The handler has answered; the client may be gone, yet the charge
-	// must still be returned.
+	h.refund(r, ctx, keys, cost, charged)
+}
+
+// refund returns every charge of charged, and tells the observer of
+// each; charged is then empty, so nothing is returned twice.
+func (h *handler) refund(r *http.Request, ctx context.Context, keys *[maxLimiters]string, cost int64, charged *charges) {
+	// The handler has answered, or a cap refused; the client may be
+	// gone, yet the charge must still be returned.
 	rctx := context.WithoutCancel(ctx)
 	for i := range charged.n {
 		l, key := charged.lim[i], keys[charged.rule[i]]
@@ -63,4 +69,5 @@ func (h *handler) serveCounted(w http.ResponseWriter, r *http.Request, rec *stat
 			h.cfg.observe(Event{Request: r, Key: key, Policy: l.Policy(), Outcome: Refunded, Decision: charged.d[i], Err: err})
 		}
 	}
+	charged.n = 0
 }

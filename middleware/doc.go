@@ -51,6 +51,12 @@
 // the responses that do not count once it has answered: a login route
 // that counts failures only.
 //
+// WithInFlight adds a cap on requests at once (limiter.InFlight: at most
+// 5 exports per API key, across replicas with Redis): the rates decide
+// first, then the cap; a request the cap refuses is answered 429 and
+// refunded to every rate, and an admitted one holds its slot while the
+// handler runs, given back on every way out, a panic included.
+//
 // A key function installed where it cannot work (keyfunc.RoutePattern
 // before routing, chikey.ClientIP without chi's ClientIPFrom*) is the
 // server's mistake: 500, reported as Misconfigured; so is a key function

@@ -41,9 +41,11 @@ const (
 	// answer is a bare 499, the status access logs know from nginx as
 	// "client closed request" (nobody is there to read it).
 	Canceled
-	// Refunded: after the handler answered with a status WithCountIf
-	// does not count, the limiter was asked to return the charge. Err is
-	// the refund's error, if it failed (the charge then stays).
+	// Refunded: the limiter was asked to return the charge: after the
+	// handler answered with a status WithCountIf does not count, or when
+	// an in-flight cap (WithInFlight) refused a request the rates had
+	// admitted. Err is the refund's error, if it failed (the charge then
+	// stays).
 	Refunded
 	// KeyFailed: the key function failed with an error that does not
 	// wrap keyfunc.ErrNoKey: not a client without a key but the key
@@ -52,6 +54,11 @@ const (
 	// was answered by the error handler (500), with or without
 	// WithFailOpen, which concerns the limiter alone.
 	KeyFailed
+	// Released: a request an in-flight cap (WithInFlight) admitted has
+	// ended, on whatever path (a return, a panic, a client gone), and
+	// its slot was given back. Decision is the admission; Duration is
+	// how long the slot was held, by the cap's clock.
+	Released
 )
 
 var outcomeNames = [...]string{
@@ -64,6 +71,7 @@ var outcomeNames = [...]string{
 	Canceled:      "canceled",
 	Refunded:      "refunded",
 	KeyFailed:     "key_failed",
+	Released:      "released",
 }
 
 // String returns the outcome's name in snake case ("shadow_denied"), as
@@ -87,7 +95,8 @@ type Event struct {
 	// It identifies a client: log it with care and never use it as a
 	// metric label.
 	Key string
-	// Policy is the policy of the limiter concerned.
+	// Policy is the policy of the limiter concerned: for an in-flight
+	// cap, its Policy (MaxInFlight reports its max).
 	Policy *limiter.Policy
 	// Outcome is what became of the request under this limiter.
 	Outcome Outcome
@@ -102,7 +111,8 @@ type Event struct {
 	// FailOpen reports that an error let the request through.
 	FailOpen bool
 	// Duration is how long the limiter took to answer; zero for
-	// KeyError, KeyFailed, Misconfigured and Refunded.
+	// KeyError, KeyFailed, Misconfigured and Refunded; for Released, how
+	// long the slot was held.
 	Duration time.Duration
 }
 

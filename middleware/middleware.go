@@ -106,12 +106,15 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 	if len(c.rules) > maxLimiters {
 		return nil, fmt.Errorf("%w: %d limiters, at most %d", ErrInvalidOption, len(c.rules), maxLimiters)
 	}
+	c.refunds = c.countIf != nil || len(c.caps) > 0
 	for i := range c.rules {
 		c.rules[i].clocked, _ = c.rules[i].lim.(clockedLimiter)
-		if c.countIf != nil {
-			if _, ok := c.rules[i].lim.(Refunder); !ok {
-				return nil, fmt.Errorf("%w: WithCountIf: limiter %d (policy %q) has no Refund method", ErrInvalidOption, i, c.rules[i].lim.Policy().Name())
+		if _, ok := c.rules[i].lim.(Refunder); !ok && c.refunds {
+			why := "WithCountIf"
+			if c.countIf == nil {
+				why = "WithInFlight (a request a cap refuses is refunded)"
 			}
+			return nil, fmt.Errorf("%w: %s: limiter %d (policy %q) has no Refund method", ErrInvalidOption, why, i, c.rules[i].lim.Policy().Name())
 		}
 	}
 	if c.headers == nil {
@@ -192,10 +195,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			err = errEmptyKey
 		}
 		if err != nil {
-			h.keyFailed(w, r, i, err)
+			h.keyFailed(w, r, c.rules[i].lim.Policy(), err)
 			return
 		}
 		keys[i] = k
+	}
+	var capKeys [maxCaps]string
+	if len(c.caps) > 0 && !h.capKeys(w, r, &keys, &capKeys) {
+		return
 	}
 	cost := int64(1)
 	if c.cost != nil {
@@ -205,9 +212,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var (
 		best     limiter.Decision
 		decided  bool
-		applied  [maxLimiters]*limiter.Policy // the policies that decided, in order
+		applied  [maxLimiters + maxCaps]*limiter.Policy // the policies that decided, in order
 		nApplied int
-		charged  charges // for WithCountIf
+		charged  charges // for WithCountIf and WithInFlight
+		stopped  bool    // a shadow refusal: enforcing would ask no more
 	)
 	for i := range c.rules {
 		lim, clocked := c.rules[i].lim, c.rules[i].clocked
@@ -269,38 +277,61 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// more: its counts and outcomes are the ones enforcing
 			// would make, not inflated by requests a refusal would
 			// have stopped.
+			stopped = true
 			break
 		}
-		if c.countIf != nil {
+		if c.refunds {
 			charged.add(i, lim, &d)
 		}
 	}
+	var (
+		st    *state
+		rec   *statusRecorder
+		spare *heldCaps // room for the caps' slots in st's allocation
+	)
 	if decided {
-		st := stateFrom(ctx)
-		var rec *statusRecorder
-		if st == nil {
-			st, rec = newState(ctx, &best, c.countIf != nil)
+		if st = stateFrom(ctx); st == nil {
+			st, rec, spare = newState(ctx, &best, c.countIf != nil, len(c.caps) > 0)
 			r = r.WithContext(st)
-		} else {
-			st.merge(&best)
 		}
+	}
+	var held *heldCaps
+	if len(c.caps) > 0 && !stopped {
+		var answered bool
+		if held, answered = h.acquire(w, r, ctx, &capKeys, &keys, cost, &charged, &applied, nApplied, spare); answered {
+			return
+		}
+	}
+	if decided {
+		st.merge(&best) // a no-op on a state made here, with best
 		st.apply(applied[:nApplied])
 		hd := st.described()
 		c.headers.WriteBuffer(&st.hdr, w.Header(), &hd, st.applied()...)
-		if c.countIf != nil {
-			h.serveCounted(w, r, rec, ctx, &keys, cost, &charged)
-			return
+		if held != nil {
+			held.prev, st.caps = st.caps, held
 		}
+		if st.caps != nil {
+			writeCaps(c.headers, w.Header(), st.caps)
+		}
+	}
+	if held != nil {
+		h.serveHolding(w, r, rec, ctx, &keys, cost, &charged, held, decided)
+		return
+	}
+	if decided && c.countIf != nil {
+		h.serveCounted(w, r, rec, ctx, &keys, cost, &charged)
+		return
 	}
 	h.next.ServeHTTP(w, r)
 }
 
-// keyFailed answers a request whose rule i found no key: 400 for a client
-// that cannot be identified (an error wrapping keyfunc.ErrNoKey), the
-// error handler's 500 for a key function the server installed where it
-// cannot work, and for any other error, which is the key function's own
-// failure (its database is down, say) and not the client's.
-func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, i int, err error) {
+// keyFailed answers a request whose key for the limiter or cap of
+// policy p could not be found: 400 for a client that cannot be
+// identified (an error wrapping keyfunc.ErrNoKey), the error handler's
+// 500 for a key function the server installed where it cannot work, and
+// for any other error, which is the key function's own failure (its
+// database is down, say) and not the client's.
+func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, p *limiter.Policy, err error) {
 	c := h.cfg
 	outcome, answer := KeyError, c.onKeyError
 	switch {
@@ -310,7 +341,7 @@ func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, i int, err e
 		outcome, answer = KeyFailed, c.onError
 	}
 	if c.observe != nil {
-		c.observe(Event{Request: r, Policy: c.rules[i].lim.Policy(), Outcome: outcome, Err: err})
+		c.observe(Event{Request: r, Policy: p, Outcome: outcome, Err: err})
 	}
 	answer(w, r, err)
 }

@@ -21,6 +21,8 @@ type config struct {
 	key        keyfunc.Func
 	extra      []rule
 	rules      []rule
+	caps       []capRule // WithInFlight
+	refunds    bool      // a rule's admission may be refunded: WithCountIf or WithInFlight
 	cost       func(*http.Request) int64
 	resolve    func(*http.Request) Limiter
 	exempt     func(*http.Request) bool
@@ -85,6 +87,14 @@ func (c *config) check() error {
 			return fmt.Errorf("%w: WithLimiter (limiter %d, policy %q): key function is nil", ErrInvalidOption, i+1, r.lim.Policy().Name())
 		}
 	}
+	for i, cr := range c.caps {
+		if cr.f == nil {
+			return fmt.Errorf("%w: WithInFlight (cap %d): InFlight is nil", ErrInvalidOption, i)
+		}
+	}
+	if len(c.caps) > maxCaps {
+		return fmt.Errorf("%w: %d in-flight caps (WithInFlight), at most %d", ErrInvalidOption, len(c.caps), maxCaps)
+	}
 	if c.shadow && c.given&givenDenied != 0 {
 		return fmt.Errorf("%w: WithDeniedHandler does not apply under WithShadow, which never refuses a request", ErrInvalidOption)
 	}
@@ -124,6 +134,45 @@ func WithKey(f keyfunc.Func) Option {
 // that their counters stay apart.
 func WithLimiter(l Limiter, key keyfunc.Func) Option {
 	return func(c *config) { c.extra = append(c.extra, rule{lim: l, key: key}) }
+}
+
+// WithInFlight caps how many requests run the wrapped handler at once
+// per key: at most the InFlight's max for each key that key resolves
+// (nil: the middleware's key, WithKey's or the default, resolved once).
+// At most 2 caps per middleware; stack middlewares for more.
+//
+// The rates are asked first, then the caps, in order. A request a rate
+// refuses is answered as without caps, and never asks for a slot: a
+// flood refused by a rate costs a shared store nothing more. A request
+// a cap refuses is answered 429 as a rate's refusal is, with the cap's
+// Retry-After (the time its slots were held on average lately, at least
+// 1s: see limiter.InFlight), and charges nothing: every rate that
+// admitted it is refunded (limiter.Limiter.Refund), and every slot taken
+// for it given back. So every limiter of the middleware must be a
+// Refunder (*limiter.Limiter is): New refuses the option otherwise. A
+// limiter that WithResolver returns and that cannot refund stays charged,
+// and the observer is told (Refunded, with an error). A cap that cannot
+// decide (its store failing) is answered as a limiter's error, with the
+// rates charged, or passed over with WithFailOpen; under WithShadow a
+// cap's refusal lets the request through without a slot, its rates
+// refunded and its later caps not asked, as enforcing would count.
+//
+// An admitted request holds its slots while the wrapped handler runs,
+// and gives them back, once, when ServeHTTP returns by any path: a
+// return, a panic, a client that left (the handler returns when it
+// notices), a streamed response once it ends. A handler that hijacks
+// the connection holds the slot until it returns: one that hands the
+// connection to a goroutine of its own has given its slot back.
+//
+// With headers.WithDraftHeaders, RateLimit-Policy lists each cap as
+// "name";q=max;qu="concurrent-requests" beside the rates, and RateLimit
+// adds its slots left ("name";r=3); X-RateLimit-* keep describing the
+// rates, except on a cap's refusal, when they describe the cap (no
+// X-RateLimit-Reset: a cap has no window). The observer sees each cap's
+// outcome under the cap's Policy, and a Released event when a slot goes
+// back.
+func WithInFlight(f *limiter.InFlight, key keyfunc.Func) Option {
+	return func(c *config) { c.caps = append(c.caps, capRule{f: f, key: key}) }
 }
 
 // WithCost sets the cost of each request (default 1), for endpoints that

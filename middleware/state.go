@@ -26,6 +26,8 @@ type state struct {
 	v verdict.Joined
 
 	hdr headers.Buffer // the first header write's values
+
+	caps *heldCaps // the in-flight slots of the innermost middleware that holds some, linked to the outer ones'
 }
 
 // A countedState is a state with room for WithCountIf's status recorder,
@@ -34,6 +36,14 @@ type state struct {
 type countedState struct {
 	state
 	rec statusRecorder
+}
+
+// A cappedState is a state with room for the slots of the middleware's
+// in-flight caps (WithInFlight), and for the recorder when it counts by
+// status too: one struct still.
+type cappedState struct {
+	countedState
+	held heldCaps
 }
 
 // stateKey is the context key of a *state. The state answers it itself,
@@ -55,19 +65,30 @@ func stateFrom(ctx context.Context) *state {
 	return s
 }
 
-// newState returns the state of a request first decided by d, and a
-// status recorder for WithCountIf in the same allocation when counted.
-func newState(ctx context.Context, d *limiter.Decision, counted bool) (*state, *statusRecorder) {
-	var s *state
-	var rec *statusRecorder
-	if counted {
+// newState returns the state of a request first decided by d, and in
+// the same allocation a status recorder for WithCountIf when counted,
+// and room for the caps' slots when capped.
+func newState(ctx context.Context, d *limiter.Decision, counted, capped bool) (*state, *statusRecorder, *heldCaps) {
+	var (
+		s    *state
+		rec  *statusRecorder
+		held *heldCaps
+	)
+	switch {
+	case capped:
+		cs := &cappedState{countedState: countedState{state: state{Context: ctx}}}
+		s, held = &cs.state, &cs.held
+		if counted {
+			rec = &cs.rec
+		}
+	case counted:
 		cs := &countedState{state: state{Context: ctx}}
 		s, rec = &cs.state, &cs.rec
-	} else {
+	default:
 		s = &state{Context: ctx}
 	}
 	s.v.Set(d)
-	return s, rec
+	return s, rec, held
 }
 
 // merge makes d the decision the headers describe if it is more

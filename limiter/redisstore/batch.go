@@ -29,6 +29,7 @@ import (
 // while a fast Redis keeps the few large rounds that use it best.
 type batcher struct {
 	s      *Store
+	script script // what the rounds send: decisions, or slots
 	router router
 	slots  *dest // a Cluster's slot calls, for decisions found off their master
 	mu     sync.Mutex
@@ -47,7 +48,8 @@ type call struct {
 	ctx      context.Context
 	deadline time.Time // the store's timeout, from the decision's arrival
 	req      limiter.Request
-	want     int64 // the lease asked for
+	want     int64  // the lease asked for
+	slot     slotOp // an in-flight slot's call (inflight.lua); zero for a decision
 	res      result
 	err      error
 	done     chan struct{}
@@ -55,8 +57,8 @@ type call struct {
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-func newBatcher(s *Store, r router, slots *dest, size, inFlight, pool int) *batcher {
-	return &batcher{s: s, router: r, slots: slots, size: size,
+func newBatcher(s *Store, sc script, r router, slots *dest, size, inFlight, pool int) *batcher {
+	return &batcher{s: s, script: sc, router: r, slots: slots, size: size,
 		inFlight: min(inFlight, pool), maxInFlight: pool}
 }
 
@@ -91,7 +93,21 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64, dead
 		expired = t.C
 	}
 	c := callPool.Get().(*call)
-	c.ctx, c.req, c.want, c.err, c.deadline = ctx, *req, want, nil, deadline
+	c.ctx, c.req, c.want, c.slot, c.err, c.deadline = ctx, *req, want, slotOp{}, nil, deadline
+	return b.submit(ctx, c, expired)
+}
+
+// doSlot queues one slot call of op for key under the cap p, due by
+// deadline, and waits for its result or for ctx to end, as do does.
+func (b *batcher) doSlot(ctx context.Context, key string, p *limiter.Policy, op slotOp, deadline time.Time) (result, error) {
+	c := callPool.Get().(*call)
+	c.ctx, c.req, c.want, c.slot, c.err, c.deadline = ctx, limiter.Request{Key: key, Policy: p}, 0, op, nil, deadline
+	return b.submit(ctx, c, nil)
+}
+
+// submit queues c, from the pool, and waits for its result, for ctx to
+// end or for expired.
+func (b *batcher) submit(ctx context.Context, c *call, expired <-chan time.Time) (result, error) {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -116,7 +132,7 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64, dead
 	select {
 	case <-c.done:
 		r, err := c.res, c.err
-		c.ctx, c.req = nil, limiter.Request{}
+		c.ctx, c.req, c.slot = nil, limiter.Request{}, slotOp{}
 		callPool.Put(c)
 		return r, err
 	case <-ctx.Done():
@@ -125,6 +141,37 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64, dead
 		return result{}, ctx.Err()
 	case <-expired: // likewise
 		return result{}, context.DeadlineExceeded
+	}
+}
+
+// doAll queues calls, made by the caller with their done channels, and
+// waits for every one to be answered: the background work of the
+// in-flight slots (renewals, releases of slots whose holder is gone),
+// whose deadlines the rounds honour, so that no wait is needed of its
+// own. Rounds start as for calls queued one by one.
+func (b *batcher) doAll(calls []*call) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		for _, c := range calls {
+			c.err = limiter.ErrClosed
+		}
+		return
+	}
+	b.queue = append(b.queue, calls...)
+	most := b.inFlight
+	if len(b.queue) >= b.size {
+		most = min(2*b.inFlight, b.maxInFlight)
+	}
+	starts := max(0, min((len(b.queue)+b.size-1)/b.size, most-b.running))
+	b.running += starts
+	b.wg.Add(starts)
+	b.mu.Unlock()
+	for range starts {
+		go b.loop(false)
+	}
+	for _, c := range calls {
+		<-c.done
 	}
 }
 

@@ -62,10 +62,10 @@ func (s *Store) send(ctx context.Context, p redis.UniversalClient, cmd []any, ra
 	return replyReader{parsed: v, isParsed: true}, err
 }
 
-// scriptCommand returns cmd with "evalsha", the hash, the number of keys
-// and the keys appended.
-func scriptCommand(cmd []any, keys []string) []any {
-	cmd = append(cmd, "evalsha", takeHash, len(keys))
+// scriptCommand returns cmd with "evalsha", the script's hash, the
+// number of keys and the keys appended.
+func scriptCommand(cmd []any, hash string, keys []string) []any {
+	cmd = append(cmd, "evalsha", hash, len(keys))
 	for _, k := range keys {
 		cmd = append(cmd, k)
 	}

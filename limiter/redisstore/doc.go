@@ -59,6 +59,38 @@
 // window's end are lost to it, a bounded under-admission. See
 // docs/leases.md.
 //
+// # In-flight slots
+//
+// The store also keeps the slots of in-flight caps (limiter.InFlight,
+// limiter.SlotStore), so that every replica shares one cap: a key's
+// slots are a sorted set,
+//
+//	<prefix>{<client key>}:<cap name>:inflight
+//
+// one member per slot, named by a token the holding store made (its
+// random id and a counter), scored by when the slot's lease ends in ms
+// of Redis's TIME. Taking, renewing and giving back a slot are each one
+// run of a script (inflight.lua), batched in rounds as decisions are,
+// on a single node, a Cluster (node calls per master) and a Ring, with
+// the same per-server breakers, failure policy (fail closed; WithFailOpen
+// admits a slot charged to nothing; WithFailLocal takes one from a local
+// cap of max/divisor) and named errors. The token makes each call
+// idempotent: a call sent again counts once.
+//
+// The store renews the slots it holds, in the background, about every
+// quarter of their lease (limiter.WithInFlightLease, 10s by default), so
+// a request keeps its slot however long it runs; a replica that dies
+// holding slots (kill -9) gives them back when their leases end, within
+// one lease. Redis's clock alone judges a lease: a step of a replica's
+// clock frees nothing early. A renewal that finds its slot's lease ended
+// (Redis away for most of a lease) takes it again only if the cap has
+// room, so a renewal racing an expiry never exceeds the cap; a slot that
+// finds none is lost (Stats.SlotsLost), and its request runs on without
+// it. A hold whose reply was lost, and a release that failed, are given
+// back in the background once they can no longer be running. The set
+// expires with its latest lease: a key with nothing in flight holds no
+// memory. It needs Redis 6.2 or later (ZADD GT).
+//
 // # Time and failure
 //
 // Every decision is bounded by a timeout (default 100ms) on top of the

@@ -159,7 +159,8 @@ func WithExpiryMargin(d time.Duration) Option { return func(c *config) { c.margi
 // Decision is that of an empty window, charged to nothing. Suits public
 // reads, where an outage of the limiter must not become an outage of the
 // service. Such decisions are counted in Stats.Degraded. It excludes
-// WithFailLocal.
+// WithFailLocal. An in-flight slot (AcquireSlot) is likewise granted,
+// charged to nothing: its release gives back nothing.
 func WithFailOpen() Option {
 	return func(c *config) { c.failure, c.failModes = failOpen, c.failModes+1 }
 }
@@ -175,7 +176,9 @@ func WithFailOpen() Option {
 // there, and a flapping Redis cannot hand out a fresh local budget per
 // outage. Counts kept in Redis before the outage are not seen by the
 // fallback, nor its counts by Redis. Such decisions are counted in
-// Stats.Degraded. It excludes WithFailOpen.
+// Stats.Degraded. It excludes WithFailOpen. An in-flight slot
+// (AcquireSlot) is taken from a local cap of max/divisor (at least 1),
+// and given back there.
 func WithFailLocal(divisor int) Option {
 	return func(c *config) {
 		c.failure, c.divisor, c.failModes = failLocal, int64(divisor), c.failModes+1

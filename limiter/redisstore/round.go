@@ -12,7 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// One round, the same on every kind of client: the router names each
+// One round, the same on every kind of client and for both scripts (the
+// decisions' take.lua, the in-flight slots' inflight.lua: see script):
+// the router names each
 // decision's dest; the decisions of one dest go out together, in one
 // script call to a server (a single node, a Cluster master, a Ring
 // shard) or one call per slot to a client that routes them (go-redis's
@@ -224,23 +226,22 @@ func (b *batcher) perSlot(d *dest, calls []*call, buf *roundBuf) {
 // (res: room for their results). A node call (undeclared) declares no
 // key and passes them in the arguments.
 func (b *batcher) appendCmd(calls []*call, res []result, undeclared bool, buf *roundBuf) {
-	s := b.s
+	sc := b.script
 	first, a, w := len(buf.keys), len(buf.args), len(buf.nwin)
 	for _, c := range calls {
-		pk := s.keys.get(c.req.Policy)
-		n := c.req.Policy.NumRates()
-		buf.keys = appendKeys(buf.keys, s.cfg.prefix, c.req.Key, pk, n, s.cfg.clock, c.req.Now.UnixMilli())
+		var n int
+		buf.keys, n = sc.keys(buf.keys, c)
 		buf.nwin = append(buf.nwin, n)
 	}
-	// The command: EVALSHA hash numkeys keys... header... policies...
-	// requests... or for a node call EVALSHA hash 0 header... policies...
-	// keys... requests...
+	// The command: EVALSHA hash numkeys keys... arguments..., or for a
+	// node call EVALSHA hash 0 arguments... with the keys among them
+	// (see the script's own comment for where).
 	if undeclared {
-		buf.args = scriptCommand(buf.args, nil)
-		buf.args, buf.pols = s.cfg.appendArgs(buf.args, calls, &s.keys, buf.keys[first:], buf.pols)
+		buf.args = scriptCommand(buf.args, sc.hash(), nil)
+		buf.args = sc.args(buf.args, calls, buf.keys[first:], buf)
 	} else {
-		buf.args = scriptCommand(buf.args, buf.keys[first:])
-		buf.args, buf.pols = s.cfg.appendArgs(buf.args, calls, &s.keys, nil, buf.pols)
+		buf.args = scriptCommand(buf.args, sc.hash(), buf.keys[first:])
+		buf.args = sc.args(buf.args, calls, nil, buf)
 	}
 	// Each call keeps its own command; later appends may move args and
 	// nwin, never into these.
@@ -323,7 +324,7 @@ func (b *batcher) exec(ctx context.Context, g *group) {
 			switch {
 			case sc.err == nil: // the common case, without errors.As's work
 			case isNoScript(sc.err):
-				sc.args[0], sc.args[1] = "eval", takeSource
+				sc.args[0], sc.args[1] = "eval", b.script.source()
 				again = append(again, sc)
 			case isTryAgain(sc.err):
 				wait = true
@@ -340,7 +341,7 @@ func (b *batcher) exec(ctx context.Context, g *group) {
 	for i := range g.cmds {
 		sc := &g.cmds[i]
 		if sc.err == nil {
-			sc.err = parseReply(&sc.reply, func(i int) int { return sc.nwin[i] }, sc.res, d.undeclared)
+			sc.err = b.script.parse(sc, d.undeclared)
 			sc.read = sc.err == nil
 		} else {
 			failed = true

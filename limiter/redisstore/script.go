@@ -17,6 +17,45 @@ var takeSource string
 // takeHash is the script's SHA-1, which EVALSHA names it by.
 var takeHash = redis.NewScript(takeSource).Hash()
 
+// A script is what a batcher's rounds send and how its reply reads: the
+// decisions' take.lua (takeScript) or the in-flight slots' inflight.lua
+// (slotScript). The round loop, the routing, the breakers and the
+// accounting are the same for both (round.go).
+type script interface {
+	// keys appends the Redis keys of c's request, and says how many.
+	keys(dst []string, c *call) ([]string, int)
+	// args appends the arguments of calls after the command and its
+	// declared keys; argKeys holds a node call's keys, which then go
+	// among the arguments (none otherwise).
+	args(dst []any, calls []*call, argKeys []string, buf *roundBuf) []any
+	// parse reads sc's reply into sc.res; node: a node call's, which
+	// may answer that a request's keys are elsewhere.
+	parse(sc *scriptCall, node bool) error
+	source() string
+	hash() string
+}
+
+// takeScript decides requests with take.lua.
+type takeScript struct{ s *Store }
+
+func (t takeScript) keys(dst []string, c *call) ([]string, int) {
+	s := t.s
+	n := c.req.Policy.NumRates()
+	return appendKeys(dst, s.cfg.prefix, c.req.Key, s.keys.get(c.req.Policy), n, s.cfg.clock, c.req.Now.UnixMilli()), n
+}
+
+func (t takeScript) args(dst []any, calls []*call, argKeys []string, buf *roundBuf) []any {
+	dst, buf.pols = t.s.cfg.appendArgs(dst, calls, &t.s.keys, argKeys, buf.pols)
+	return dst
+}
+
+func (takeScript) parse(sc *scriptCall, node bool) error {
+	return parseReply(&sc.reply, func(i int) int { return sc.nwin[i] }, sc.res, node)
+}
+
+func (takeScript) source() string { return takeSource }
+func (takeScript) hash() string   { return takeHash }
+
 // appendArgs appends the script's arguments for calls, after the command
 // and its declared keys (see take.lua): the header; each distinct policy
 // of calls once, its windows' limits and lengths; argKeys, the keys of a

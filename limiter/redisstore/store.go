@@ -26,6 +26,12 @@ type Store struct {
 	path   path
 	batch  *batcher
 	leases *leases // nil unless WithLeases
+	// In-flight slots (inflight.go): their rounds, the slots held and
+	// renewed, this store's token prefix and counter.
+	slotBatch *batcher
+	held      heldSlots
+	id        string
+	tokens    atomic.Uint64
 	// dests holds a dest per server (or routing client) decisions have
 	// gone to, keyed by its client: each with its own breaker.
 	dests sync.Map
@@ -49,6 +55,7 @@ var _ limiter.Store = (*Store)(nil)
 type counters struct {
 	roundTrips, decisions, cached, failures, degraded atomic.Uint64
 	leased, resent                                    atomic.Uint64
+	renewals, renewFailures, slotsLost                atomic.Uint64
 }
 
 // Stats counts what the store has done since New.
@@ -78,6 +85,17 @@ type Stats struct {
 	Resent uint64
 	// CachedKeys is how many keys the over-limit cache holds now.
 	CachedKeys int
+	// SlotsHeld is how many in-flight slots (limiter.InFlight) this
+	// store holds in Redis now, and renews.
+	SlotsHeld int
+	// Renewals counts the renewals of held slots that succeeded, and
+	// RenewFailures those that failed (tried again, within the lease).
+	Renewals, RenewFailures uint64
+	// SlotsLost counts held slots whose lease ran out before a renewal
+	// reached Redis (Redis away for most of a lease) and whose place
+	// another holder took: their requests ran on without a slot, so the
+	// cap was exceeded by as many while they did.
+	SlotsLost uint64
 }
 
 // New returns a store on client, which may be a single node, a failover
@@ -137,7 +155,10 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if s.path == pathPlain { // rounds of one, as many as the pools hold
 		size, inFlight = 1, max(pool, 1)
 	}
-	s.batch = newBatcher(s, r, slots, size, inFlight, pool)
+	s.batch = newBatcher(s, takeScript{s}, r, slots, size, inFlight, pool)
+	s.slotBatch = newBatcher(s, slotScript{}, r, slots, size, inFlight, pool)
+	s.id = newStoreID()
+	s.held.init(s)
 	s.checkMemoryPolicy()
 	if cfg.failure == failLocal {
 		fb, err := limiter.NewMemoryStore()
@@ -456,6 +477,11 @@ func (s *Store) Stats() Stats {
 		Leased:     s.stats.leased.Load(),
 		Resent:     s.stats.resent.Load(),
 		CachedKeys: s.cache.len(),
+
+		SlotsHeld:     int(s.held.n.Load()),
+		Renewals:      s.stats.renewals.Load(),
+		RenewFailures: s.stats.renewFailures.Load(),
+		SlotsLost:     s.stats.slotsLost.Load(),
 	}
 }
 
@@ -467,8 +493,10 @@ func (s *Store) Close() error {
 	s.closed.Store(true)
 	s.stop()
 	s.checks.Wait()
+	s.held.close()
 	if s.batch != nil {
 		s.batch.close()
+		s.slotBatch.close()
 	}
 	if s.fallback != nil {
 		return s.fallback.Close()

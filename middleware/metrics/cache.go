@@ -17,6 +17,7 @@ type policyMetrics struct {
 	name     string
 	outcomes []prometheus.Counter // by Outcome, from Allowed on
 	duration prometheus.Observer
+	inFlight prometheus.Gauge // an in-flight cap's; nil for a policy of rates
 }
 
 // maxCachedPolicies bounds the cache. Policies are normally fixed at
@@ -64,5 +65,8 @@ func newPolicyMetrics(m *Metrics, p *limiter.Policy) *policyMetrics {
 		pm.outcomes = append(pm.outcomes, m.decisions.WithLabelValues(pm.name, o.String()))
 	}
 	pm.duration = m.duration.WithLabelValues(pm.name)
+	if p.MaxInFlight() > 0 {
+		pm.inFlight = m.inFlight.WithLabelValues(pm.name)
+	}
 	return pm
 }

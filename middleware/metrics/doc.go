@@ -2,16 +2,23 @@
 // metrics, so that the limiter core and the middleware never import
 // Prometheus.
 //
-// Three metrics of decisions, labelled by policy name and never by key,
+// Four metrics of decisions, labelled by policy name and never by key,
 // address or user (labels that would identify clients and grow without
 // bound), and one of the Redis store's health:
 //
-//	ratelimit_decisions_total{policy, outcome}     outcome: allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed
+//	ratelimit_decisions_total{policy, outcome}     outcome: allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released
 //	ratelimit_store_errors_total{policy, reason}   reason: canceled, timeout, closed, unavailable, circuit_open, invalid, other, or the store's own (out_of_memory, permission_denied, ...)
 //	ratelimit_decision_duration_seconds{policy}    histogram of the limiter's answer time
+//	ratelimit_in_flight{policy}                    requests holding a slot of an in-flight cap, on this replica
 //	ratelimit_store_health{node}                   1 healthy, 0.75 failing, 0.5 probing, 0 unavailable, per Redis server
 //
-// Observe feeds the first three (pass it to middleware.WithObserver),
+// An in-flight cap (middleware.WithInFlight) is a policy like the others,
+// named by its name: its decisions are counted by outcome, timed, and
+// each admission adds one to its ratelimit_in_flight until its release
+// (outcome released) takes it off. Give caps names of their own: a cap
+// and a rate policy of one name would share series.
+//
+// Observe feeds the first four (pass it to middleware.WithObserver),
 // ObserveStore the last (pass it to redisstore.WithObserver); node names a
 // Redis server as redisstore.Event.Node does, never a client.
 //

@@ -29,6 +29,7 @@ type Metrics struct {
 	decisions *prometheus.CounterVec
 	errors    *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
+	inFlight  *prometheus.GaugeVec
 	health    *prometheus.GaugeVec
 	reason    func(error) string
 	policies  policyCache
@@ -107,7 +108,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: c.namespace,
 			Name:      "decisions_total",
-			Help:      "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed).",
+			Help:      "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).",
 		}, []string{"policy", "outcome"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: c.namespace,
@@ -120,10 +121,15 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 			Help:      "Time the limiter took to answer, by policy.",
 			Buckets:   c.buckets,
 		}, []string{"policy"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: c.namespace,
+			Name:      "in_flight",
+			Help:      "Requests holding a slot of each in-flight cap, on this replica.",
+		}, []string{"policy"}),
 		health: newHealthGauge(c.namespace),
 		reason: c.reason,
 	}
-	for _, col := range []prometheus.Collector{m.decisions, m.errors, m.duration, m.health} {
+	for _, col := range []prometheus.Collector{m.decisions, m.errors, m.duration, m.inFlight, m.health} {
 		if err := reg.Register(col); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -143,6 +149,14 @@ func (m *Metrics) Observe(e middleware.Event) {
 	if e.Outcome == middleware.Error {
 		m.errors.WithLabelValues(pm.name, m.reason(e.Err)).Inc()
 	}
+	if pm.inFlight != nil {
+		switch e.Outcome {
+		case middleware.Allowed:
+			pm.inFlight.Inc()
+		case middleware.Released:
+			pm.inFlight.Dec()
+		}
+	}
 	if timed(e) {
 		pm.duration.Observe(e.Duration.Seconds())
 	}
@@ -157,7 +171,7 @@ func timed(e middleware.Event) bool {
 	switch e.Outcome {
 	case middleware.Allowed, middleware.Denied, middleware.ShadowDenied, middleware.Error:
 		return true
-	case middleware.KeyError, middleware.KeyFailed, middleware.Misconfigured:
+	case middleware.KeyError, middleware.KeyFailed, middleware.Misconfigured, middleware.Released: // a hold time is no answer time
 		return false
 	}
 	return e.Duration > 0

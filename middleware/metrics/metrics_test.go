@@ -100,7 +100,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	send(broken, "192.0.2.10:2")
 
 	want := `
-# HELP ratelimit_decisions_total Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed).
+# HELP ratelimit_decisions_total Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).
 # TYPE ratelimit_decisions_total counter
 ratelimit_decisions_total{outcome="allowed",policy="api"} 3
 ratelimit_decisions_total{outcome="allowed",policy="cache"} 0
@@ -328,7 +328,7 @@ func TestManyPoliciesAreCountedPastTheCache(t *testing.T) {
 	}
 	m.Observe(middleware.Event{Outcome: middleware.Denied}) // no policy
 	want := `
-# HELP ratelimit_decisions_total Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed).
+# HELP ratelimit_decisions_total Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).
 # TYPE ratelimit_decisions_total counter
 ratelimit_decisions_total{outcome="allowed",policy="p0"} 200
 ratelimit_decisions_total{outcome="allowed",policy="p1"} 200
@@ -354,4 +354,96 @@ ratelimit_decisions_total{outcome="shadow_denied",policy="unknown"} 0
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ratelimit_decisions_total"); err != nil {
 		t.Error(err)
 	}
+}
+
+// An in-flight cap is counted as a policy of its own, and its gauge
+// holds the requests holding a slot; a hold is no answer time.
+func TestInFlightGauge(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := limitertest.New(t0)
+	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(100)), limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	f, err := limiter.NewInFlight("exports", 1, limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mw, err := middleware.New(l, middleware.WithInFlight(f, nil), middleware.WithObserver(m.Observe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauge := func() float64 { return value(t, reg, "ratelimit_in_flight", "policy", "exports") }
+	var inside float64
+	h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		inside = gauge()
+		clk.Advance(time.Minute)                                                                // a long hold, which the histogram must not see
+		send(mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})), "192.0.2.10:2") // refused by the cap
+	}))
+	send(h, "192.0.2.10:1")
+	if inside != 1 || gauge() != 0 {
+		t.Fatalf("in flight: %v inside the handler and %v after, want 1 and 0", inside, gauge())
+	}
+	for outcome, want := range map[string]float64{"allowed": 1, "denied": 1, "released": 1} {
+		if got := value(t, reg, "ratelimit_decisions_total", "policy", "exports", "outcome", outcome); got != want {
+			t.Errorf("exports %s: %v, want %v", outcome, got, want)
+		}
+	}
+	if got := value(t, reg, "ratelimit_decisions_total", "policy", "api", "outcome", "refunded"); got != 1 {
+		t.Errorf("api refunded: %v, want 1 (the request the cap refused)", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "ratelimit_in_flight"); err != nil || n != 1 {
+		t.Errorf("in-flight series = %d (%v), want exports's alone", n, err)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range fams {
+		for _, mt := range fam.GetMetric() {
+			if fam.GetName() == "ratelimit_decision_duration_seconds" && mt.GetHistogram().GetSampleSum() > 1 {
+				t.Errorf("latency of %v: sum %vs, want no hold time in it", mt.GetLabel(), mt.GetHistogram().GetSampleSum())
+			}
+		}
+	}
+}
+
+// value returns the value of the series of family name whose labels
+// include the pairs given, or -1 when there is none.
+func value(t *testing.T, reg prometheus.Gatherer, name string, pairs ...string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range fams {
+		if fam.GetName() != name {
+			continue
+		}
+	series:
+		for _, mt := range fam.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range mt.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(pairs); i += 2 {
+				if labels[pairs[i]] != pairs[i+1] {
+					continue series
+				}
+			}
+			switch {
+			case mt.GetGauge() != nil:
+				return mt.GetGauge().GetValue()
+			case mt.GetCounter() != nil:
+				return mt.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
 }

@@ -25,6 +25,7 @@ type policyMetrics struct {
 	attr     attribute.KeyValue    // ratelimit.policy
 	outcomes []outcomeMetrics      // by Outcome, from Allowed on
 	duration []metric.RecordOption // ratelimit.policy
+	inFlight []metric.AddOption    // ratelimit.policy, for an in-flight cap; nil for a policy of rates
 	errors   sync.Map              // reason → []metric.AddOption
 	nErrors  atomic.Int64
 }
@@ -53,7 +54,11 @@ func newPolicyMetrics(p *limiter.Policy) *policyMetrics {
 	for o := middleware.Allowed; o.String() != "unknown" && o < maxOutcome; o++ {
 		pm.outcomes = append(pm.outcomes, pm.newOutcome(o))
 	}
-	pm.duration = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(pm.attr))}
+	set := attribute.NewSet(pm.attr)
+	pm.duration = []metric.RecordOption{metric.WithAttributeSet(set)}
+	if p.MaxInFlight() > 0 {
+		pm.inFlight = []metric.AddOption{metric.WithAttributeSet(set)}
+	}
 	return pm
 }
 

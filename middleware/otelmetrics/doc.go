@@ -8,12 +8,19 @@
 // Instruments, attributed by policy name and never by key, address or
 // user (attributes that would identify clients and grow without bound):
 //
-//	ratelimit.decisions          int64 counter     ratelimit.policy, ratelimit.outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed)
+//	ratelimit.decisions          int64 counter     ratelimit.policy, ratelimit.outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released)
 //	ratelimit.store.errors       int64 counter     ratelimit.policy, ratelimit.reason (reason.Of: timeout, unavailable, circuit_open, out_of_memory, ...)
 //	ratelimit.decision.duration  float64 histogram ratelimit.policy; seconds, buckets from 50µs to 1s
+//	ratelimit.in_flight          int64 up-down     ratelimit.policy; requests holding a slot of an in-flight cap, on this replica
 //	ratelimit.store.health       float64 gauge     ratelimit.store.node; 1 healthy, 0.75 failing, 0.5 probing, 0 unavailable
 //
-// Observe feeds the first three and the span event (pass it to
+// An in-flight cap (middleware.WithInFlight) is a policy like the others,
+// named by its name: its decisions are counted by outcome, timed, and
+// each admission adds one to ratelimit.in_flight until its release
+// (outcome released) takes it off. Give caps names of their own: a cap
+// and a rate policy of one name would share series.
+//
+// Observe feeds the first four and the span event (pass it to
 // middleware.WithObserver); ObserveStore feeds the gauge (pass it to
 // redisstore.WithObserver). When the request's context carries a
 // recording span, Observe adds to it an event ratelimit.decision with

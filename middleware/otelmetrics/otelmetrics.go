@@ -49,6 +49,7 @@ type Metrics struct {
 	decisions metric.Int64Counter
 	errors    metric.Int64Counter
 	duration  metric.Float64Histogram
+	inFlight  metric.Int64UpDownCounter
 	health    metric.Float64Gauge
 	reason    func(error) string
 	policies  policyCache
@@ -110,10 +111,10 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	}
 	meter := mp.Meter(ScopeName)
 	m := &Metrics{reason: c.reason}
-	var errs [4]error
+	var errs [5]error
 	m.decisions, errs[0] = meter.Int64Counter("ratelimit.decisions",
 		metric.WithUnit("{decision}"),
-		metric.WithDescription("Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed)."))
+		metric.WithDescription("Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released)."))
 	m.errors, errs[1] = meter.Int64Counter("ratelimit.store.errors",
 		metric.WithUnit("{error}"),
 		metric.WithDescription("Decisions the limiter could not make, by policy and reason."))
@@ -125,6 +126,9 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	// ratelimit_store_health_ratio, not the Prometheus adapter's.
 	m.health, errs[3] = meter.Float64Gauge("ratelimit.store.health",
 		metric.WithDescription("Health of each Redis server the store decides on, as it last changed: 1 healthy, 0.75 failing, 0.5 probing, 0 unavailable."))
+	m.inFlight, errs[4] = meter.Int64UpDownCounter("ratelimit.in_flight",
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Requests holding a slot of each in-flight cap, on this replica."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("otelmetrics: create instruments: %w", err)
 	}
@@ -147,6 +151,14 @@ func (m *Metrics) Observe(e middleware.Event) {
 		why = m.reason(e.Err)
 		m.errors.Add(ctx, 1, pm.errorOptions(why)...)
 	}
+	if pm.inFlight != nil {
+		switch e.Outcome {
+		case middleware.Allowed:
+			m.inFlight.Add(ctx, 1, pm.inFlight...)
+		case middleware.Released:
+			m.inFlight.Add(ctx, -1, pm.inFlight...)
+		}
+	}
 	if timed(e) {
 		m.duration.Record(ctx, e.Duration.Seconds(), pm.duration...)
 	}
@@ -164,7 +176,7 @@ func timed(e middleware.Event) bool {
 	switch e.Outcome {
 	case middleware.Allowed, middleware.Denied, middleware.ShadowDenied, middleware.Error:
 		return true
-	case middleware.KeyError, middleware.KeyFailed, middleware.Misconfigured:
+	case middleware.KeyError, middleware.KeyFailed, middleware.Misconfigured, middleware.Released: // a hold time is no answer time
 		return false
 	}
 	return e.Duration > 0

@@ -156,7 +156,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	got := f.collect(t)
 	metricdatatest.AssertEqual(t, metricdata.Metrics{
 		Name:        "ratelimit.decisions",
-		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed).",
+		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).",
 		Unit:        "{decision}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -313,7 +313,7 @@ func TestNoEventWithoutRecordingSpan(t *testing.T) {
 	}
 	metricdatatest.AssertEqual(t, metricdata.Metrics{
 		Name:        "ratelimit.decisions",
-		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed).",
+		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).",
 		Unit:        "{decision}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -390,7 +390,7 @@ func TestManyPoliciesAndReasonsPastTheCache(t *testing.T) {
 	got := f.collect(t)
 	metricdatatest.AssertEqual(t, metricdata.Metrics{
 		Name:        "ratelimit.decisions",
-		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed).",
+		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).",
 		Unit:        "{decision}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -421,7 +421,7 @@ func TestUnknownOutcome(t *testing.T) {
 	got := f.collect(t)
 	metricdatatest.AssertEqual(t, metricdata.Metrics{
 		Name:        "ratelimit.decisions",
-		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed).",
+		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).",
 		Unit:        "{decision}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -431,5 +431,70 @@ func TestUnknownOutcome(t *testing.T) {
 	}, got["ratelimit.decisions"], metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 	if h := got["ratelimit.decision.duration"].Data.(metricdata.Histogram[float64]); len(h.DataPoints) != 1 || h.DataPoints[0].Count != 1 {
 		t.Errorf("duration points %+v, want one of count 1", h.DataPoints)
+	}
+}
+
+// An in-flight cap is counted as a policy of its own, and
+// ratelimit.in_flight holds the requests holding a slot; a hold is no
+// answer time.
+func TestInFlightCounter(t *testing.T) {
+	f := newFixture(t)
+	clk := limitertest.New(t0)
+	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(100)), limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := limiter.NewInFlight("exports", 1, limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mw, err := middleware.New(l, middleware.WithInFlight(c, nil), middleware.WithObserver(f.m.Observe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFlight := func() int64 {
+		s, _ := f.collect(t)["ratelimit.in_flight"].Data.(metricdata.Sum[int64])
+		for _, dp := range s.DataPoints {
+			if v, _ := dp.Attributes.Value("ratelimit.policy"); v.AsString() == "exports" {
+				return dp.Value
+			}
+		}
+		return -1
+	}
+	var inside int64
+	f.send(mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		inside = inFlight()
+		clk.Advance(time.Minute)                                                                  // a long hold, which the histogram must not see
+		f.send(mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})), "192.0.2.10:2") // refused by the cap
+	})), "192.0.2.10:1")
+	got := f.collect(t)
+	if after := inFlight(); inside != 1 || after != 0 {
+		t.Fatalf("in flight: %d inside the handler and %d after, want 1 and 0", inside, after)
+	}
+	if s := got["ratelimit.in_flight"].Data.(metricdata.Sum[int64]); s.IsMonotonic || len(s.DataPoints) != 1 {
+		t.Errorf("ratelimit.in_flight: %+v, want one up-down series, the cap's", s)
+	}
+	metricdatatest.AssertEqual(t, metricdata.Metrics{
+		Name:        "ratelimit.decisions",
+		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).",
+		Unit:        "{decision}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints: []metricdata.DataPoint[int64]{
+				decisions("api", "allowed")(2),
+				decisions("api", "refunded")(1),
+				decisions("exports", "allowed")(1),
+				decisions("exports", "denied")(1),
+				decisions("exports", "released")(1),
+			},
+		},
+	}, got["ratelimit.decisions"], metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
+	for _, dp := range got["ratelimit.decision.duration"].Data.(metricdata.Histogram[float64]).DataPoints {
+		if dp.Sum > 1 {
+			t.Errorf("latency of %v: sum %vs, want no hold time in it", dp.Attributes, dp.Sum)
+		}
 	}
 }
