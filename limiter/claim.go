@@ -7,7 +7,8 @@ import (
 )
 
 // Stores keep counters by policy id (see Store), so two limiters of equal
-// policies on one store count into one budget. Nothing in their use says
+// policies on one store count into one budget (and two InFlights of one
+// name into one cap: their policy ids are "<name>:in-flight"). Nothing in their use says
 // so: two routes each given a limiter of the policy "by-ip" on one Redis
 // store admit the limit across both, where each was meant to admit it.
 // So a limiter given a store claims its policy id on that store for as

@@ -3,7 +3,6 @@ package limiter
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -99,10 +98,10 @@ func NewInFlight(name string, max int64, opts ...Option) (*InFlight, error) {
 	}
 	f := &InFlight{policy: p, clock: c.clock, lease: c.lease}
 	switch {
-	case c.storeSet && c.store == nil:
-		return nil, fmt.Errorf("%w: WithStore(nil): store is nil", ErrInvalidOption)
-	case c.clockSet && c.clock == nil:
-		return nil, fmt.Errorf("%w: WithClock(nil): clock is nil", ErrInvalidOption)
+	case c.storeSet && isNil(c.store):
+		return nil, fmt.Errorf("%w: WithStore(%s): store is nil", ErrInvalidOption, nilName(c.store))
+	case c.clockSet && isNil(c.clock):
+		return nil, fmt.Errorf("%w: WithClock(%s): clock is nil", ErrInvalidOption, nilName(c.clock))
 	case c.lease < minInFlightLease:
 		return nil, fmt.Errorf("%w: WithInFlightLease(%v): lease must be ≥ %v", ErrInvalidOption, c.lease, minInFlightLease)
 	case c.storeSet:
@@ -111,9 +110,11 @@ func NewInFlight(name string, max int64, opts ...Option) (*InFlight, error) {
 			return nil, fmt.Errorf("%w: WithStore(%T): the store keeps no in-flight slots (it is no SlotStore)", ErrInvalidOption, c.store)
 		}
 		f.store = ss
-		if f.unclaim, err = claimName(ss, p.name); err != nil {
-			return nil, err
+		release, ok := claim(f, c.store, p.id)
+		if !ok {
+			return nil, fmt.Errorf("%w: WithStore: an InFlight named %q is already live on this store; share that *InFlight, or close it first", ErrInvalidOption, name)
 		}
+		f.unclaim = release
 	default:
 		// No sweep: slots need none, and an InFlight starts no goroutine.
 		s, err := NewMemoryStore(WithSweepInterval(0))
@@ -321,41 +322,4 @@ func (f *InFlight) Close() error {
 		return f.owned.Close()
 	}
 	return nil
-}
-
-// names holds the names of the live InFlights of each store, so that two
-// do not share slots unknowingly. It is the one table of its kind: it
-// must see every InFlight of the process to tell.
-var names struct {
-	mu   sync.Mutex
-	live map[nameKey]bool
-}
-
-type nameKey struct {
-	store SlotStore
-	name  string
-}
-
-// claimName records name as live on s, or reports that it already is. A
-// store of a type that cannot be compared (a value holding a slice, say)
-// cannot be told apart from another and is not checked.
-func claimName(s SlotStore, name string) (unclaim func(), err error) {
-	if !reflect.TypeOf(s).Comparable() {
-		return func() {}, nil
-	}
-	k := nameKey{s, name}
-	names.mu.Lock()
-	defer names.mu.Unlock()
-	if names.live[k] {
-		return nil, fmt.Errorf("%w: WithStore: an InFlight named %q is already live on this store; share that *InFlight, or close it first", ErrInvalidOption, name)
-	}
-	if names.live == nil {
-		names.live = map[nameKey]bool{}
-	}
-	names.live[k] = true
-	return func() {
-		names.mu.Lock()
-		delete(names.live, k)
-		names.mu.Unlock()
-	}, nil
 }

@@ -152,7 +152,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 			if fp == failClosed && len(outage) != 12 {
 				t.Fatalf("fail closed, Redis down: %d errors, want 12", len(outage))
 			}
-			if worst(s.Health()) == Healthy || !ev.has(Healthy, Unavailable) {
+			if worst(s.Health()) == Healthy || !ev.has(Failing, Unavailable) {
 				t.Fatalf("Redis down: health %v, events %+v; want the breaker open", s.Health(), ev.got)
 			}
 
@@ -174,7 +174,9 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 			if got := admitted(t, l, "after", 12, nil); got != 10 {
 				t.Fatalf("recovered: admitted %d of 12, want 10", got)
 			}
-			for _, tr := range [][2]Health{{Healthy, Unavailable}, {Unavailable, Probing}, {Probing, Healthy}} {
+			// The first failure makes the server Failing; the breaker
+			// opens from there.
+			for _, tr := range [][2]Health{{Healthy, Failing}, {Failing, Unavailable}, {Unavailable, Probing}, {Probing, Healthy}} {
 				if !ev.has(tr[0], tr[1]) {
 					t.Errorf("no %v→%v event in %+v", tr[0], tr[1], ev.got)
 				}

@@ -193,11 +193,13 @@ func awaitErrors(t testing.TB, addr, prefix string, n int) {
 	}
 }
 
-// worst returns the worst of a store's health by node (Healthy for none).
+// worst returns the worst of a store's health by node (Healthy for none):
+// Unavailable, then Probing, then Failing.
 func worst(byNode map[string]Health) Health {
+	rank := map[Health]int{Healthy: 0, Failing: 1, Probing: 2, Unavailable: 3}
 	w := Healthy
 	for _, h := range byNode {
-		if h == Unavailable || h == Probing && w == Healthy {
+		if rank[h] > rank[w] {
 			w = h
 		}
 	}

