@@ -45,6 +45,22 @@ func (p Period) String() string {
 	return "invalid"
 }
 
+// Nominal returns the usual length of a window of period p, in ms: a day
+// of 24 hours, a week of 7 days, a month of 28 days (the shortest). The
+// limiter orders windows by it (a tie goes to the longer) and bounds by it
+// a window found ahead of a request's instant (a racing clock read, or a
+// clock stepped back); the windows themselves come from Window.
+func Nominal(p Period) int64 {
+	day := int64(24 * time.Hour / time.Millisecond)
+	switch p {
+	case Week:
+		return 7 * day
+	case Month:
+		return 28 * day
+	}
+	return day
+}
+
 // maxOffset bounds the zone offsets start assumes without looking: every
 // zone of the tz database keeps within ±16 hours (local mean times before
 // 1900 included) and a POSIX TZ rule within ±25. An offset larger than
