@@ -45,6 +45,16 @@ func (p Period) String() string {
 	return "invalid"
 }
 
+// PeriodOf returns the period String names, 0 for another name.
+func PeriodOf(name string) Period {
+	for _, p := range []Period{Day, Week, Month} {
+		if p.String() == name {
+			return p
+		}
+	}
+	return 0
+}
+
 // Nominal returns the usual length of a window of period p, in ms: a day
 // of 24 hours, a week of 7 days, a month of 28 days (the shortest). The
 // limiter orders windows by it (a tie goes to the longer) and bounds by it
@@ -214,10 +224,11 @@ func Around(ms int64, p Period, loc *time.Location) Span {
 	return Span{Prev: prev, Start: start, Next: end, End: after}
 }
 
-// A Cache remembers the latest window of one period in one location,
-// with its neighbours, so that the instants of that window find their
-// bounds with two comparisons instead of time-zone arithmetic. It is safe
-// for concurrent use. The zero Cache is not usable: call NewCache.
+// A Cache remembers a window of one period in one location, with its
+// neighbours, so that the instants of that window, and of the one before
+// it, find their bounds with a few comparisons instead of time-zone
+// arithmetic. It is safe for concurrent use. The zero Cache is not
+// usable: call NewCache.
 type Cache struct {
 	period Period
 	loc    *time.Location
@@ -229,33 +240,44 @@ func NewCache(p Period, loc *time.Location) *Cache {
 	return &Cache{period: p, loc: loc}
 }
 
-// Period returns the cache's period.
-func (c *Cache) Period() Period { return c.period }
-
-// Location returns the cache's location.
-func (c *Cache) Location() *time.Location { return c.loc }
-
 // Window returns the bounds of the window holding ms, as Window does.
 func (c *Cache) Window(ms int64) (start, end int64) {
-	if s := c.latest.Load(); s != nil && ms >= s.Start && ms < s.Next {
-		return s.Start, s.Next
+	if s := c.latest.Load(); s != nil {
+		switch {
+		case ms >= s.Start && ms < s.Next:
+			return s.Start, s.Next
+		case ms >= s.Prev && ms < s.Start:
+			return s.Prev, s.Start
+		}
 	}
 	s := c.Around(ms)
 	return s.Start, s.Next
 }
 
-// Around returns the windows around ms, as Around does. The cache keeps
-// the latest window asked for: an instant of an earlier window (a clock
-// read a moment before another, across a boundary) is computed afresh
-// and does not displace it, so two racing readers cannot make it flap.
+// Around returns the windows around ms, as Around does, and keeps them
+// for the instants that follow. An instant of the window after the one
+// kept moves the cache on by one window, computing only the window after
+// it. An instant of the window before is a clock read a moment before
+// another, across the boundary: it is answered and the cache stays, so
+// that racing readers cannot make it flap. Any other instant (a clock
+// stepped by more than a window, either way) moves the cache to it.
 func (c *Cache) Around(ms int64) Span {
 	old := c.latest.Load()
-	if old != nil && ms >= old.Start && ms < old.Next {
-		return *old
+	if old != nil {
+		switch {
+		case ms >= old.Start && ms < old.Next:
+			return *old
+		case ms >= old.Prev && ms < old.Start:
+			prev, _ := Window(old.Prev-1, c.period, c.loc)
+			return Span{Prev: prev, Start: old.Prev, Next: old.Start, End: old.Next}
+		case ms >= old.Next && ms < old.End:
+			_, after := Window(old.End, c.period, c.loc)
+			s := Span{Prev: old.Start, Start: old.Next, Next: old.End, End: after}
+			c.latest.CompareAndSwap(old, &s)
+			return s
+		}
 	}
 	s := Around(ms, c.period, c.loc)
-	if old == nil || s.Start > old.Start {
-		c.latest.CompareAndSwap(old, &s)
-	}
+	c.latest.CompareAndSwap(old, &s)
 	return s
 }

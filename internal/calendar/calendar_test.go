@@ -206,22 +206,37 @@ func TestWindowUnusualChanges(t *testing.T) {
 	}
 }
 
-func TestCacheKeepsLatest(t *testing.T) {
+func TestCacheFollowsTheClock(t *testing.T) {
 	t.Parallel()
 	paris := load(t, "Europe/Paris")
+	day := func(d int) int64 { return at(paris, 2026, 7, d, 0, 0) }
 	c := NewCache(Day, paris)
-	late := at(paris, 2026, 7, 31, 0, 0)
-	early := late - 1
-	c.Window(late)
-	if s, _ := c.Window(early); s != at(paris, 2026, 7, 30, 0, 0) {
-		t.Fatalf("earlier window: start %v", time.UnixMilli(s))
+	kept := func() Span { return *c.latest.Load() }
+	c.Window(day(31))
+	// A read of the day before answers it and keeps the cache.
+	if s, e := c.Window(day(31) - 1); s != day(30) || e != day(31) {
+		t.Fatalf("the day before: [%v, %v)", time.UnixMilli(s), time.UnixMilli(e))
 	}
-	if got := c.latest.Load().Start; got != late {
-		t.Fatalf("after a read of an earlier window, the cache holds %v, want %v", time.UnixMilli(got), time.UnixMilli(late))
+	if got := kept(); got != (Span{day(30), day(31), at(paris, 2026, 8, 1, 0, 0), at(paris, 2026, 8, 2, 0, 0)}) {
+		t.Fatalf("after a read of the day before, the cache holds %+v", got)
 	}
-	sp := c.Around(late + 1)
-	if sp.Prev != at(paris, 2026, 7, 30, 0, 0) || sp.Start != late || sp.Next != at(paris, 2026, 8, 1, 0, 0) || sp.End != at(paris, 2026, 8, 2, 0, 0) {
-		t.Fatalf("Around = %+v", sp)
+	// The next day moves it on by one.
+	c.Window(at(paris, 2026, 8, 1, 0, 0))
+	if got := kept(); got != (Span{day(31), at(paris, 2026, 8, 1, 0, 0), at(paris, 2026, 8, 2, 0, 0), at(paris, 2026, 8, 3, 0, 0)}) {
+		t.Fatalf("after a read of the next day, the cache holds %+v", got)
+	}
+	// A clock stepped a month ahead, then back: the cache follows both
+	// ways, so a corrected clock is served from it again.
+	c.Window(at(paris, 2026, 9, 15, 12, 0))
+	if got := kept().Start; got != at(paris, 2026, 9, 15, 0, 0) {
+		t.Fatalf("a month ahead: the cache holds the day from %v", time.UnixMilli(got))
+	}
+	c.Window(at(paris, 2026, 8, 1, 12, 0))
+	if got := kept().Start; got != at(paris, 2026, 8, 1, 0, 0) {
+		t.Fatalf("back: the cache holds the day from %v", time.UnixMilli(got))
+	}
+	if sp := c.Around(day(31) + 1); sp != (Span{day(30), day(31), at(paris, 2026, 8, 1, 0, 0), at(paris, 2026, 8, 2, 0, 0)}) {
+		t.Fatalf("Around the day before = %+v", sp)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -18,8 +19,8 @@ import (
 // an ACL refusal inside the script), "read_only", "loading", "busy",
 // "cluster_down", "master_down", "no_replicas", "try_again",
 // "error_reply" (another error reply), "timeout", "unavailable" (a
-// network error) or "circuit_open"; package middleware/reason reads it
-// (reason.Of), as the metrics adapters do.
+// network error), "circuit_open" or "clock_skew"; package
+// middleware/reason reads it (reason.Of), as the metrics adapters do.
 var (
 	// ErrUnavailable reports that Redis could not decide in time, from a
 	// store built without WithFailOpen or WithFailLocal. The middleware
@@ -31,6 +32,16 @@ var (
 	// server it belongs to, open after that server kept failing: nothing
 	// was sent.
 	ErrCircuitOpen error = &reasonError{"circuit_open", errors.New("redisstore: circuit breaker open")}
+	// ErrClockSkew reports a decision under WithServerClock that Redis
+	// could not place in a window of a calendar rate (a day, a week or
+	// a month in a zone): Lua has no time zones, so the replica sends the
+	// windows around its own clock (the one it is in, the one before and
+	// the one after), and Redis's TIME lay outside them all, the two
+	// clocks a window or more apart. Nothing was charged, and no count is
+	// ever kept under a window Redis's clock is not in. It wraps in
+	// ErrUnavailable, as any decision Redis could not make, and its
+	// reason is "clock_skew". Fix the clock that is wrong (NTP).
+	ErrClockSkew error = &reasonError{"clock_skew", errors.New("redisstore: redis's clock is outside the calendar windows around this replica's")}
 	// errNilClient reports a nil client passed to New. It wraps
 	// ErrInvalidOption, as every configuration error of New does.
 	errNilClient = fmt.Errorf("%w: client is nil", ErrInvalidOption)
@@ -95,6 +106,14 @@ func named(err error) error {
 		}
 	}
 	return &reasonError{strings.ReplaceAll(phrase, " ", "_"), fmt.Errorf("%s: %w", phrase, err)}
+}
+
+// clockSkew returns the error of a request decided by Redis's clock
+// that the script could not place in its calendar windows, sent around
+// now, the replica's clock.
+func clockSkew(now time.Time, r result) error {
+	return &reasonError{"clock_skew", fmt.Errorf("%w: redis's TIME %v, this replica's clock %v",
+		ErrClockSkew, time.Unix(r.sec, r.usec*1000).UTC(), now.UTC())}
 }
 
 // circuitOpen returns the error of a call d's open breaker refused.
