@@ -14,15 +14,6 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
-func loadZone(t testing.TB, name string) *time.Location {
-	t.Helper()
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loc
-}
-
 // TestMemoryStoreCalendar crosses a spring-forward day, an autumn day,
 // February of a leap year, a Monday in zones 45 minutes off the hour, a
 // day with no midnight and a month over a minute on the memory store.
@@ -33,7 +24,7 @@ func TestMemoryStoreCalendar(t *testing.T) {
 
 func TestCalendarPolicyValidation(t *testing.T) {
 	t.Parallel()
-	paris := loadZone(t, "Europe/Paris")
+	paris := storetest.Zone(t, "Europe/Paris")
 	day := limiter.PerDayIn(10, paris)
 	withWindow := day
 	withWindow.Window = time.Hour
@@ -78,7 +69,7 @@ func TestCalendarPolicyValidation(t *testing.T) {
 
 func TestCalendarPolicyNames(t *testing.T) {
 	t.Parallel()
-	paris, tokyo := loadZone(t, "Europe/Paris"), loadZone(t, "Asia/Tokyo")
+	paris, tokyo := storetest.Zone(t, "Europe/Paris"), storetest.Zone(t, "Asia/Tokyo")
 	p := limiter.MustPolicy("plan", limiter.PerMonthIn(1_000_000, paris), limiter.PerMinute(600))
 	if got, want := p.ID(), "plan:1000000/month@Europe/Paris:600/60000"; got != want {
 		t.Errorf("ID() = %q, want %q", got, want)
@@ -107,7 +98,7 @@ func TestCalendarPolicyNames(t *testing.T) {
 // reports its own length and reset, the calendar one its local boundary.
 func TestCalendarWindowsOfALayeredDecision(t *testing.T) {
 	t.Parallel()
-	paris := loadZone(t, "Europe/Paris")
+	paris := storetest.Zone(t, "Europe/Paris")
 	p := limiter.MustPolicy("plan", limiter.PerMinute(600), limiter.PerDayIn(1000, paris), limiter.Rate{Limit: 2000, Window: 24 * time.Hour})
 	at := time.Date(2026, 3, 29, 12, 0, 30, 0, paris) // a 23-hour day
 	_, d := limiter.Decide(p, [limiter.MaxWindows]limiter.State{}, at, 1)
@@ -134,7 +125,7 @@ func TestCalendarWindowsOfALayeredDecision(t *testing.T) {
 // Decide accepts still get a window that holds them.
 func TestCalendarDecideAtExtremeInstants(t *testing.T) {
 	t.Parallel()
-	p := limiter.MustPolicy("far", limiter.PerMonthIn(1, loadZone(t, "America/New_York")))
+	p := limiter.MustPolicy("far", limiter.PerMonthIn(1, storetest.Zone(t, "America/New_York")))
 	for _, at := range []time.Time{time.UnixMilli(1 << 62), time.UnixMilli(-1 << 62), time.Unix(1<<62, 0), time.Unix(-1<<62, 0), {}} {
 		next, d := limiter.Decide(p, [limiter.MaxWindows]limiter.State{}, at, 1)
 		if !d.Allowed || d.Window < 28*24*time.Hour || d.Window > 31*24*time.Hour+time.Hour || next[0].Window > d.DecidedAt().UnixMilli() || !d.ResetAt.After(d.DecidedAt()) {
@@ -148,7 +139,7 @@ func TestCalendarDecideAtExtremeInstants(t *testing.T) {
 func TestCalendarRefundAcrossMidnight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	kathmandu := loadZone(t, "Asia/Kathmandu")
+	kathmandu := storetest.Zone(t, "Asia/Kathmandu")
 	midnight := time.Date(2026, 5, 4, 0, 0, 0, 0, kathmandu)
 	clk := limitertest.New(midnight.Add(-200 * time.Millisecond))
 	l, err := limiter.New(limiter.MustPolicy("day", limiter.PerDayIn(1, kathmandu)), limiter.WithClock(clk))
@@ -187,7 +178,7 @@ func TestCalendarRefundAcrossMidnight(t *testing.T) {
 // and back costs one window of wrong answers and no lockout.
 func TestCalendarClockSteps(t *testing.T) {
 	t.Parallel()
-	paris := loadZone(t, "Europe/Paris")
+	paris := storetest.Zone(t, "Europe/Paris")
 	midnight := time.Date(2026, 10, 26, 0, 0, 0, 0, paris)
 	p := limiter.MustPolicy("steps", limiter.PerDayIn(2, paris))
 	type step struct {
@@ -247,7 +238,7 @@ func TestCalendarClockSteps(t *testing.T) {
 func TestCalendarConcurrentAcrossMidnight(t *testing.T) {
 	t.Parallel()
 	const limit = 50
-	eucla := loadZone(t, "Australia/Eucla")
+	eucla := storetest.Zone(t, "Australia/Eucla")
 	midnight := time.Date(2026, 5, 4, 0, 0, 0, 0, eucla)
 	l, err := limiter.New(limiter.MustPolicy("race", limiter.PerDayIn(limit, eucla)), limiter.WithClock(limitertest.New(midnight)))
 	if err != nil {
@@ -296,7 +287,7 @@ func TestCalendarConcurrentAcrossMidnight(t *testing.T) {
 func TestCalendarTablesShared(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	paris, tokyo := loadZone(t, "Europe/Paris"), loadZone(t, "Asia/Tokyo")
+	paris, tokyo := storetest.Zone(t, "Europe/Paris"), storetest.Zone(t, "Asia/Tokyo")
 	at := time.Date(2026, 7, 31, 23, 30, 0, 0, paris) // 06:30 on the 1st in Tokyo
 	st, err := limiter.NewMemoryStore(limiter.WithSweepInterval(0), limiter.WithShards(1))
 	if err != nil {

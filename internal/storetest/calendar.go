@@ -29,8 +29,8 @@ type CalendarStep struct {
 	Window      time.Duration
 }
 
-// zone loads a zone of the tz database, failing the test when it cannot.
-func zone(t *testing.T, name string) *time.Location {
+// Zone loads a zone of the tz database, failing the test when it cannot.
+func Zone(t testing.TB, name string) *time.Location {
 	t.Helper()
 	loc, err := time.LoadLocation(name)
 	if err != nil {
@@ -47,10 +47,10 @@ func zone(t *testing.T, name string) *time.Location {
 // carries prefix, so that rows on a shared server keep apart.
 func CalendarRows(t *testing.T, prefix string) []CalendarRow {
 	t.Helper()
-	paris := zone(t, "Europe/Paris")
-	eucla := zone(t, "Australia/Eucla")
-	kathmandu := zone(t, "Asia/Kathmandu")
-	saoPaulo := zone(t, "America/Sao_Paulo")
+	paris := Zone(t, "Europe/Paris")
+	eucla := Zone(t, "Australia/Eucla")
+	kathmandu := Zone(t, "Asia/Kathmandu")
+	saoPaulo := Zone(t, "America/Sao_Paulo")
 	in := func(loc *time.Location, y int, m time.Month, d, h, mi, s int) time.Time {
 		return time.Date(y, m, d, h, mi, s, 0, loc)
 	}

@@ -40,16 +40,6 @@ func TestCalendarAppClock(t *testing.T) {
 	}
 }
 
-// loadZone loads a zone of the tz database or fails the test.
-func loadZone(t *testing.T, name string) *time.Location {
-	t.Helper()
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loc
-}
-
 // calendarClient returns a client of the shared Redis, or of the shared
 // three-master Cluster.
 func calendarClient(t *testing.T, cluster bool) redis.UniversalClient {
@@ -155,7 +145,7 @@ func TestCalendarServerClockAcrossMidnight(t *testing.T) {
 func TestCalendarServerClockFarOff(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
-	paris := loadZone(t, "Europe/Paris")
+	paris := storetest.Zone(t, "Europe/Paris")
 	for _, tc := range []struct {
 		name string
 		p    *limiter.Policy
@@ -206,7 +196,7 @@ func TestCalendarServerClockFarOff(t *testing.T) {
 func TestCalendarExpiry(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
-	paris := loadZone(t, "Europe/Paris")
+	paris := storetest.Zone(t, "Europe/Paris")
 	const margin = 2 * time.Second
 	p := limiter.MustPolicy("ttl", limiter.PerMonthIn(1000, paris), limiter.PerDayIn(100, paris))
 	for _, clock := range []clockSource{appClock, serverClock} {
@@ -250,7 +240,7 @@ func TestCalendarExpiry(t *testing.T) {
 func TestCalendarLargestLimit(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
-	tokyo := loadZone(t, "Asia/Tokyo")
+	tokyo := storetest.Zone(t, "Asia/Tokyo")
 	p := limiter.MustPolicy("max", limiter.PerMonthIn(limiter.MaxLimit, tokyo))
 	for _, clock := range []clockSource{appClock, serverClock} {
 		t.Run(clock.String(), func(t *testing.T) {
@@ -282,7 +272,7 @@ func TestCalendarLargestLimit(t *testing.T) {
 // first of the next.
 func TestCalendarReplicasAppClockAcrossMidnight(t *testing.T) {
 	const limit, calls = 20, 60
-	kathmandu := loadZone(t, "Asia/Kathmandu")
+	kathmandu := storetest.Zone(t, "Asia/Kathmandu")
 	mid := time.Date(2026, 5, 4, 0, 0, 0, 0, kathmandu)
 	p := limiter.MustPolicy("day", limiter.PerDayIn(limit, kathmandu))
 	a, b := limitertest.New(mid.Add(-100*time.Millisecond)), limitertest.New(mid.Add(-50*time.Millisecond))
@@ -317,7 +307,7 @@ func TestCalendarReplicasAppClockAcrossMidnight(t *testing.T) {
 func TestCalendarReset(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
-	apia := loadZone(t, "Pacific/Apia")
+	apia := storetest.Zone(t, "Pacific/Apia")
 	p := limiter.MustPolicy("reset", limiter.PerDayIn(3, apia), limiter.PerMinute(10))
 	for _, clock := range []clockSource{appClock, serverClock} {
 		t.Run(clock.String(), func(t *testing.T) {
@@ -341,7 +331,7 @@ func TestCalendarReset(t *testing.T) {
 func TestCalendarRefund(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
-	eucla := loadZone(t, "Australia/Eucla")
+	eucla := storetest.Zone(t, "Australia/Eucla")
 	p := limiter.MustPolicy("refund", limiter.PerWeekIn(2, eucla))
 	for _, clock := range []clockSource{appClock, serverClock} {
 		for _, leased := range []bool{false, true} {
