@@ -368,3 +368,60 @@ func TestCalendarRefund(t *testing.T) {
 		}
 	}
 }
+
+// TestCalendarServerClockWindowAhead: with Redis's clock, a calendar
+// window stored ahead of TIME (a faster clock's, or Redis's stepped
+// back) follows the rule for a window ahead: within the policy's
+// shortest window (here a minute) the request is decided in it, never
+// rewinding its count; further ahead it is stale and TIME's own day
+// starts afresh. The zone's midnight is put 30 s, then 3 minutes, after
+// TIME, and the key holds the next day, full.
+func TestCalendarServerClockWindowAhead(t *testing.T) {
+	c := sharedClient(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		ahead   time.Duration // the next midnight, after TIME
+		allowed bool
+	}{
+		{"next_day_30s_ahead_decides_in_it", 30 * time.Second, false},
+		{"next_day_3m_ahead_is_stale", 3 * time.Minute, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := serverTime(t, c)
+			mid := now.Add(tc.ahead).Truncate(time.Second)
+			p := limiter.MustPolicy("ahead", limiter.PerDayIn(5, zoneWithMidnightAt(mid)), limiter.PerMinute(100))
+			s := newStore(t, c, withClockSource(serverClock), WithOverLimitCache(0))
+			l := newLimiter(t, p, s, limitertest.New(now))
+			key := keyOf(s, "k", p, 0, now)
+			if err := c.HSet(ctx, key, "w", mid.UnixMilli(), "c", 5).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.PExpire(ctx, key, tc.ahead+24*time.Hour).Err(); err != nil {
+				t.Fatal(err)
+			}
+			d, err := l.Allow(ctx, "k", 1)
+			if err != nil || d.Allowed != tc.allowed {
+				t.Fatalf("next day stored full, %v ahead: %+v, %v; want allowed %v", tc.ahead, d, err, tc.allowed)
+			}
+			wantReset := mid // TIME's own day
+			if !tc.allowed {
+				wantReset = mid.Add(24 * time.Hour) // the day ahead, decided in
+			}
+			if ws := d.WindowAt(0); !ws.ResetAt().Equal(wantReset) {
+				t.Fatalf("the day's window resets at %v, want %v", ws.ResetAt(), wantReset)
+			}
+			h, err := c.HMGet(ctx, key, "w", "c").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantW, wantC := strconv.FormatInt(mid.UnixMilli(), 10), "5"
+			if tc.allowed {
+				wantW, wantC = strconv.FormatInt(mid.Add(-24*time.Hour).UnixMilli(), 10), "1"
+			}
+			if h[0] != wantW || h[1] != wantC {
+				t.Fatalf("stored {w, c} = %v, want {%s, %s}", h, wantW, wantC)
+			}
+		})
+	}
+}
