@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/calendar"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -13,7 +14,8 @@ import (
 // of one rate is named after the policy ("default"); a layered policy names
 // each window after the policy and the window's length in its largest
 // whole unit, ms, s, m, h or d ("api-1m", "api-1s", "api-90s",
-// "api-500ms"). Policy names are [A-Za-z0-9_.-], so the name needs no
+// "api-500ms"), and a calendar window after its period ("plan-day", see
+// newPolicyInfo). Policy names are [A-Za-z0-9_.-], so the name needs no
 // escaping inside a structured-field string.
 func windowName(p *limiter.Policy, window time.Duration) string {
 	if p == nil || p.NumRates() <= 1 {
@@ -41,12 +43,33 @@ func windowSuffix(w time.Duration) string {
 	return strconv.FormatInt(ms, 10) + "ms"
 }
 
-// policyInfo is what the draft headers need of a policy, computed once:
-// the quoted name of each window and the whole RateLimit-Policy value.
+// policyInfo is what the headers need of a policy, computed once: the
+// name of each window, quoted and not, the unit of each ("1m", "day"), and
+// the whole RateLimit-Policy value.
+//
+// A calendar rate's window has no fixed length (limiter.PerDayIn: a day
+// of 23 hours where the clocks spring forward), so for a policy that has
+// one the RateLimit-Policy value depends on the instant: its w is the
+// length of the window then current. policyAt builds it from the
+// windows' caches and keeps the last value built, which serves until a
+// window's length changes.
 type policyInfo struct {
-	windows []time.Duration
-	quoted  []string // `"api-1m"`, in the order of windows
-	policy  string   // `"api-1m";q=100;w=60, "api-1s";q=5;w=1`
+	windows []time.Duration // each rate's Window: 0 for a calendar rate
+	limits  []int64
+	names   []string // "api-1m", "plan-day", in the order of the rates
+	units   []string // "1m", "day": what a window is "per"
+	quoted  []string // `"api-1m"`
+	policy  string   // `"api-1m";q=100;w=60, "api-1s";q=5;w=1`, for a policy with no calendar rate
+
+	cals   []*calendar.Cache // per rate, a calendar rate's windows (else nil); nil for a policy with none
+	latest atomic.Pointer[policyValue]
+}
+
+// policyValue is a RateLimit-Policy value of a policy with calendar rates,
+// and the windows' lengths it states.
+type policyValue struct {
+	lengths [limiter.MaxWindows]time.Duration
+	value   string
 }
 
 // maxCachedPolicies bounds the policy cache: policies are normally fixed
@@ -76,22 +99,99 @@ func (c *policyCache) get(p *limiter.Policy) *policyInfo {
 func newPolicyInfo(p *limiter.Policy) *policyInfo {
 	if m := p.MaxInFlight(); m > 0 {
 		q := `"` + p.Name() + `"`
-		return &policyInfo{windows: []time.Duration{0}, quoted: []string{q}, policy: capPolicyItem(q, m)}
+		return &policyInfo{windows: []time.Duration{0}, limits: []int64{m}, names: []string{p.Name()}, units: []string{""},
+			quoted: []string{q}, policy: capPolicyItem(q, m)}
 	}
 	info := &policyInfo{}
-	var b []byte
+	periods := map[string]int{} // how many calendar rates of each period
+	for i := range p.NumRates() {
+		if period, _, ok := p.Rate(i).Calendar(); ok {
+			periods[period]++
+		}
+	}
 	for i := range p.NumRates() {
 		r := p.Rate(i)
-		q := `"` + windowName(p, r.Window) + `"`
+		name, unit := windowName(p, r.Window), windowSuffix(r.Window)
+		if period, loc, ok := r.Calendar(); ok {
+			// "plan-day"; "plan-day@Europe/Paris" where the policy has a
+			// day in two zones. A zone's name is [A-Za-z0-9_+-./]
+			// (NewPolicy checks), safe in a structured-field string.
+			name, unit = p.Name(), period
+			if p.NumRates() > 1 {
+				name += "-" + period
+			}
+			if periods[period] > 1 {
+				name += "@" + loc.String()
+			}
+			if info.cals == nil {
+				info.cals = make([]*calendar.Cache, p.NumRates())
+			}
+			info.cals[i] = calendar.NewCache(calendar.PeriodOf(period), loc)
+		}
 		info.windows = append(info.windows, r.Window)
-		info.quoted = append(info.quoted, q)
+		info.limits = append(info.limits, r.Limit)
+		info.names = append(info.names, name)
+		info.units = append(info.units, unit)
+		info.quoted = append(info.quoted, `"`+name+`"`)
+	}
+	if info.cals == nil {
+		info.policy = string(info.appendPolicy(nil, info.windows))
+	}
+	return info
+}
+
+// appendPolicy appends the RateLimit-Policy items of the policy, its
+// windows lasting lengths.
+func (info *policyInfo) appendPolicy(b []byte, lengths []time.Duration) []byte {
+	for i, q := range info.quoted {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendPolicyItem(b, q, r.Limit, r.Window)
+		b = appendPolicyItem(b, q, info.limits[i], lengths[i])
 	}
-	info.policy = string(b)
-	return info
+	return b
+}
+
+// policyAt returns the RateLimit-Policy value of the policy at the
+// instant at: w of a calendar window is the length of the one current
+// then (82800 on a day of 23 hours, 2678400 in a month of 31 days).
+func (info *policyInfo) policyAt(at time.Time) string {
+	if info.cals == nil {
+		return info.policy
+	}
+	var lengths [limiter.MaxWindows]time.Duration
+	ms := at.UnixMilli()
+	for i, c := range info.cals {
+		lengths[i] = info.windows[i]
+		if c != nil {
+			start, end := c.Window(ms)
+			lengths[i] = time.Duration(end-start) * time.Millisecond
+		}
+	}
+	if v := info.latest.Load(); v != nil && v.lengths == lengths {
+		return v.value
+	}
+	v := &policyValue{lengths: lengths, value: string(info.appendPolicy(nil, lengths[:len(info.cals)]))}
+	info.latest.Store(v)
+	return v.value
+}
+
+// deciding returns the place of d's deciding window among its policy's
+// rates (d.Policy's info), or -1 if it cannot be told. A window of fixed
+// length is found by its length; a calendar window's varies, so a policy
+// with one finds the window among the decision's own (WindowAt) whose
+// numbers are d's.
+func (info *policyInfo) deciding(d *limiter.Decision) int {
+	if info.cals == nil {
+		return info.index(d.Window)
+	}
+	for i := range min(d.NumWindows(), len(info.names)) {
+		ws := d.WindowAt(i)
+		if ws.Limit == d.Limit && ws.Remaining == d.Remaining && ws.Window == d.Window && ws.ResetAt().Equal(d.ResetAt) {
+			return i
+		}
+	}
+	return -1
 }
 
 // appendPolicyItem appends one RateLimit-Policy item: the quoted name, q,

@@ -204,8 +204,13 @@ func (w *Writer) writeLegacyInto(blk *block, h http.Header, d *limiter.Decision)
 }
 
 // policyList returns the RateLimit-Policy value of d's policy and the
-// applied ones, each once, d's first unless applied names it.
+// applied ones, each once, d's first unless applied names it, at d's
+// instant (a calendar window's w is the length of the one current then).
 func (w *Writer) policyList(d *limiter.Decision, applied []*limiter.Policy) string {
+	at := d.DecidedAt()
+	if at.IsZero() {
+		at = time.Now()
+	}
 	var sb strings.Builder
 	add := func(item string) {
 		if sb.Len() > 0 {
@@ -219,11 +224,11 @@ func (w *Writer) policyList(d *limiter.Decision, applied []*limiter.Policy) stri
 		// write does.
 		add(string(appendPolicyItem(nil, `"`+windowName(nil, d.Window)+`"`, sfInteger(d.Limit), d.Window)))
 	case !slices.Contains(applied, d.Policy):
-		add(w.policies.get(d.Policy).policy)
+		add(w.policies.get(d.Policy).policyAt(at))
 	}
 	for i, p := range applied {
 		if p != nil && !slices.Contains(applied[:i], p) {
-			add(w.policies.get(p).policy)
+			add(w.policies.get(p).policyAt(at))
 		}
 	}
 	return sb.String()
@@ -242,16 +247,17 @@ func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int,
 		return start, b, string(appendPolicyItem(nil, q, d.Limit, d.Window))
 	}
 	info := w.policies.get(d.Policy)
+	policy := info.policyAt(now)
 	if isCap(d) {
-		return start, appendCapItem(b, info.quoted[0], d.Remaining), info.policy
+		return start, appendCapItem(b, info.quoted[0], d.Remaining), policy
 	}
 	if !w.everyWindow || n == 0 {
-		i := info.index(d.Window)
+		i := info.deciding(d)
 		if i < 0 {
 			q := `"` + windowName(d.Policy, d.Window) + `"`
-			return start, appendService(b, q, d.Remaining, d.ResetAt.Sub(now)), info.policy
+			return start, appendService(b, q, d.Remaining, d.ResetAt.Sub(now)), policy
 		}
-		return start, appendService(b, info.quoted[i], d.Remaining, d.ResetAt.Sub(now)), info.policy
+		return start, appendService(b, info.quoted[i], d.Remaining, d.ResetAt.Sub(now)), policy
 	}
 	for i := range min(n, len(info.quoted)) {
 		ws := d.WindowAt(i)
@@ -260,7 +266,7 @@ func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int,
 		}
 		b = appendService(b, info.quoted[i], ws.Remaining, ws.ResetAt().Sub(now))
 	}
-	return start, b, info.policy
+	return start, b, policy
 }
 
 // appendService appends one RateLimit item: "name";r=remaining;t=seconds.

@@ -105,6 +105,9 @@ func (w *Writer) Lower() *Writer {
 // names its windows after the policy and the window's length
 // ("api-1m";q=100;w=60, "api-1s";q=5;w=1). w is left out for a window
 // that is not a whole number of seconds, since the draft has no fractions.
+// A calendar window (limiter.PerDayIn) is named after its period
+// ("plan-day") and its w is the length of the window current at the
+// decision: 82800 on a day of 23 hours.
 // RateLimit names the deciding window only (the one closest to exhaustion,
 // or on a denial the refusing one that resets last), as the draft's
 // multiple-window example does; see WithEveryWindow. Default: off.

@@ -56,6 +56,33 @@ func BenchmarkAllow(b *testing.B) {
 	}
 }
 
+// BenchmarkAllowCalendar is BenchmarkAllow's 10,000 keys under calendar
+// rates: a day in Paris, and a month in Paris over a minute. The window
+// comes from the policy's cache (two comparisons), so a calendar rate
+// costs about what a fixed one does; the first decision of each window
+// computes it afresh (see internal/calendar's BenchmarkWindow).
+func BenchmarkAllowCalendar(b *testing.B) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		p    *Policy
+	}{
+		{"day", MustPolicy("bench", PerDayIn(1<<30, paris))},
+		{"month+minute", MustPolicy("bench", PerMonthIn(1<<30, paris), PerMinute(1<<30))},
+	} {
+		for _, parallel := range []bool{false, true} {
+			name := tc.name + "/keys=10000/serial"
+			if parallel {
+				name = tc.name + "/keys=10000/parallel"
+			}
+			b.Run(name, func(b *testing.B) { benchAllow(b, tc.p, 10_000, parallel) })
+		}
+	}
+}
+
 // benchAllow runs Limiter.Allow over nkeys keys, on a store of its own
 // made with opts.
 func benchAllow(b *testing.B, p *Policy, nkeys int, parallel bool, opts ...MemoryOption) {

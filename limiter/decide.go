@@ -10,7 +10,8 @@ import (
 // State is what a store keeps for one key in one window: 16 bytes.
 type State struct {
 	// Window is the window's id: floor(unix milliseconds / window length
-	// in milliseconds).
+	// in milliseconds); for a calendar rate, the window's start in Unix
+	// milliseconds, which no other window of the rate has.
 	Window int64
 	// Count is the cost charged in that window.
 	Count int64
@@ -48,17 +49,25 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 	*d = Decision{Policy: p, nowMs: ms, windows: true}
 	deny, pick := -1, -1
 	var ends [MaxWindows]int64
-	for i, r := range p.rates {
+	for i := range p.rates {
+		limit := p.rates[i].Limit
 		st := prior[i]
-		sp := p.spans[i]
+		sp := &p.spans[i]
+		wms, maxID := sp.ms, sp.maxID
 		var end int64
 		// Most requests fall in the window their state already holds:
 		// confirm that with a multiplication, and divide only when not.
-		if st.Window >= -sp.maxID && st.Window <= sp.maxID && ms >= st.Window*sp.ms && ms-st.Window*sp.ms < sp.ms {
-			end = st.Window*sp.ms + sp.ms
+		// A calendar rate's maxID is −1: it never passes, and its
+		// window comes from its cache.
+		if st.Window >= -maxID && st.Window <= maxID && ms >= st.Window*wms && ms-st.Window*wms < wms {
+			end = st.Window*wms + wms
 		} else {
 			var id int64
-			id, _, end = window.ID(ms, sp.ms)
+			if sp.cal != nil {
+				id, end = sp.cal.Window(ms)
+			} else {
+				id, _, end = window.ID(ms, wms)
+			}
 			if st.Window != id {
 				st = State{Window: id}
 			}
@@ -69,8 +78,8 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 		if count < 0 {
 			count = math.MaxInt64
 		}
-		d.remaining[i] = remaining(r.Limit, count)
-		if cost > r.Limit || count > r.Limit-cost {
+		d.remaining[i] = remaining(limit, count)
+		if cost > limit || count > limit-cost {
 			if deny < 0 || end > ends[deny] {
 				deny = i
 			}
@@ -85,9 +94,10 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 		next[i].Count += cost
 		d.remaining[i] -= cost
 		// Closest to exhaustion: least remaining; on a tie the longer
-		// window, whose reset is later.
+		// window, whose reset is later (a calendar window by its
+		// nominal length: a day 24 h, a month 28 days).
 		if pick < 0 || d.remaining[i] < d.remaining[pick] ||
-			d.remaining[i] == d.remaining[pick] && p.rates[i].Window > p.rates[pick].Window {
+			d.remaining[i] == d.remaining[pick] && p.spans[i].ms > p.spans[pick].ms {
 			pick = i
 		}
 	}
@@ -97,8 +107,12 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 
 // fill copies window i's status to the decision's headline fields.
 func (d *Decision) fill(i int, end, ms int64, sub time.Duration) {
-	r := d.Policy.rates[i]
+	r := &d.Policy.rates[i]
 	d.Limit, d.Remaining, d.Window = r.Limit, d.remaining[i], r.Window
+	if r.Window == 0 { // a calendar rate: the length of the window decided in
+		start, _ := d.Policy.spans[i].cal.Window(ms)
+		d.Window = time.Duration(end-start) * time.Millisecond
+	}
 	d.ResetAt = time.UnixMilli(end)
 	d.RetryAfter = time.Duration(end-ms)*time.Millisecond - sub
 }

@@ -22,7 +22,7 @@ type Decision struct {
 	// this request; never negative.
 	Remaining int64
 	// ResetAt is the aligned end of the deciding window, when its count
-	// starts again.
+	// starts again: for a calendar rate, the next local boundary.
 	ResetAt time.Time
 	// RetryAfter is how long until the deciding window resets; zero when
 	// Allowed. It points at the aligned boundary, never at "one window
@@ -30,9 +30,11 @@ type Decision struct {
 	// told the same: callers that weigh requests should keep costs within
 	// the limit.
 	RetryAfter time.Duration
-	// Window is the length of the deciding window. On a denial it is the
-	// refusing window that resets last; on an admission, the window with
-	// the least remaining (the closest to exhaustion).
+	// Window is the length of the deciding window (for a calendar rate,
+	// of the current one: a day of 23 hours where the clocks spring
+	// forward). On a denial it is the refusing window that resets last;
+	// on an admission, the window with the least remaining (the closest
+	// to exhaustion).
 	Window time.Duration
 	// Policy is the policy that decided.
 	Policy *Policy
@@ -83,7 +85,7 @@ func Refundable(d Decision, p *Policy) (bool, error) {
 type WindowStatus struct {
 	Limit     int64
 	Remaining int64
-	Window    time.Duration
+	Window    time.Duration // the window's length (a calendar window's, its own)
 	resetMs   int64
 }
 
@@ -119,9 +121,14 @@ func (d *Decision) NumWindows() int {
 
 // WindowAt returns the status of window i, in the order of the policy's
 // rates, after the decision, for i from 0 to NumWindows()-1; it panics
-// if i is out of range. It allocates nothing.
+// if i is out of range. It allocates nothing. For a calendar rate,
+// Window is the length of the window the decision was made in.
 func (d *Decision) WindowAt(i int) WindowStatus {
 	r := d.Policy.rates[i]
+	if sp := &d.Policy.spans[i]; sp.cal != nil {
+		start, end := sp.cal.Window(d.nowMs)
+		return WindowStatus{Limit: r.Limit, Remaining: d.remaining[i], Window: time.Duration(end-start) * time.Millisecond, resetMs: end}
+	}
 	_, _, end := window.ID(d.nowMs, r.Window.Milliseconds())
 	return WindowStatus{Limit: r.Limit, Remaining: d.remaining[i], Window: r.Window, resetMs: end}
 }

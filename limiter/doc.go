@@ -5,6 +5,16 @@
 // holds one counter per window; the counter starts again, lazily, at the
 // first request of the next window. No timer runs per key.
 //
+// Calendar rates cut time at a zone's local boundaries instead: [PerDayIn]
+// at every local midnight, [PerWeekIn] on Mondays, [PerMonthIn] on the 1st,
+// with the zone's real days (23 or 25 hours where the clocks change) and
+// months (28 to 31 days), for plans sold as "10,000 a day" that reset at
+// the customer's midnight. They layer with fixed windows in one policy. A
+// program on a system without the tz database (a minimal container image)
+// cannot load a zone: its main package imports time/tzdata to embed one.
+// This package does not, so that programs that load no zone are spared its
+// 450 KB.
+//
 // A [Policy] names one or more [Rate]s. With several ("100 per minute and 5
 // per second") a request is admitted only if every window has room, and
 // then every window is charged; if any window refuses, none is charged.

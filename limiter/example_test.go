@@ -76,3 +76,32 @@ func ExampleDecide() {
 	// tick  9: allowed=false
 	// tick 10: allowed=true
 }
+
+// A plan of 100 requests a day at the customer's midnight, and 600 a
+// minute. The 29th of March 2026 springs forward in Paris: that day lasts
+// 23 hours, and the day's budget starts again at midnight, Paris time.
+func ExamplePerDayIn() {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		panic(err) // no tz database: import _ "time/tzdata" in main
+	}
+	p, err := limiter.NewPolicy("plan", limiter.PerDayIn(100, paris), limiter.PerMinute(600))
+	if err != nil {
+		panic(err)
+	}
+	clk := limitertest.New(time.Date(2026, 3, 29, 12, 0, 0, 0, paris))
+	l, err := limiter.New(p, limiter.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	d, err := l.Allow(context.Background(), "customer-42", 1)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(p.ID())
+	fmt.Println(d.Allowed, d.Remaining, d.Window, d.ResetAt.In(paris))
+	// Output:
+	// plan:100/day@Europe/Paris:600/60000
+	// true 99 23h0m0s 2026-03-30 00:00:00 +0200 CEST
+}

@@ -14,7 +14,8 @@ import (
 //
 // Windows are aligned to the Unix epoch, not to a key's first request: with
 // a one-minute window every key's count starts again at every UTC minute
-// (12:01:00.000, 12:02:00.000, ...), and a one-day window at 00:00 UTC. A
+// (12:01:00.000, 12:02:00.000, ...), and a one-day window at 00:00 UTC
+// (PerDayIn counts days from a zone's own midnights instead). A
 // key holds one counter per window; the first request of a new window
 // finds the old count stale and starts from zero, so nothing runs per key
 // between requests.

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/calendar"
 	"github.com/fixedwindow/ratelimit/internal/window"
 )
 
@@ -29,15 +30,17 @@ const smallTable = 64
 // use: each decision runs under the lock of the key's shard, so no update
 // is ever lost.
 //
-// Each shard keeps one table per window length, holding the counts of the
-// current window only, keyed by a 64-bit hash of (policy, key). When a
-// window passes, its table's counts are dropped whole, at the next request
-// that touches it or at the next sweep: no timer runs per key.
+// Each shard keeps one table per window length (per period and zone for a
+// calendar rate), holding the counts of the current window only, keyed by
+// a 64-bit hash of (policy, key). When a window passes, its table's counts
+// are dropped whole, at the next request that touches it or at the next
+// sweep: no timer runs per key.
 //
 // Each request is judged by its own instant, so a wall clock that steps,
 // by any amount either way, never locks a key out and never lends it more
 // than one window's extra budget. A request whose instant is at most the
-// policy's shortest window before a table's start (two clock reads raced
+// policy's shortest window (a calendar window counting as its usual
+// length: a day 24 hours, a month 28 days) before a table's start (two clock reads raced
 // across a boundary, or the clock stepped back by up to that much) is
 // decided and charged at the table's start, so a count is never rewound;
 // such requests are charged less than one short window early. A table from
@@ -112,15 +115,15 @@ type memShard struct {
 	n      int         // counters held, over all tables
 	first  memTable    // the first window length seen, inline: read on the lock's cache lines
 	tables []*memTable // every table, first included once used
-	_      [8]byte     // to 128 bytes: two cache lines of its own
 }
 
 type memTable struct {
-	windowMs int64
+	windowMs int64 // the windows' length, or for a calendar rate's, the span's key (negative)
 	id       int64 // the window whose counts are held
 	start    int64 // its start, Unix ms
 	end      int64 // its end: the table is stale from then on
 	counts   counts
+	cal      *calendar.Cache // a calendar rate's windows, else nil
 	// deadline is when the window ends on the store's monotonic clock
 	// (mono), in nanoseconds: the request that placed the table in its
 	// window said how far off the end was. The background
@@ -299,7 +302,7 @@ func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTabl
 	}
 	current := true
 	for i := range p.rates {
-		t := sh.table(p.spans[i].ms, ms, mono)
+		t := sh.table(&p.spans[i], ms, mono)
 		tabs[i] = t
 		current = current && ms >= t.start && ms < t.end
 	}
@@ -329,21 +332,24 @@ func (sh *memShard) prepare(p *Policy, now time.Time, tabs *[MaxWindows]*memTabl
 	return now
 }
 
-// table returns the shard's table for windows of windowMs, making one in
-// the window of ms if there is none.
-func (sh *memShard) table(windowMs, ms int64, mono func() time.Duration) *memTable {
-	if sh.first.windowMs == windowMs {
+// table returns the shard's table for the windows of sp, making one in
+// the window of ms if there is none. Tables are found by sp.key: a fixed
+// window's length, or a calendar rate's (negative) key, so every policy
+// whose windows are the same shares a table.
+func (sh *memShard) table(sp *span, ms int64, mono func() time.Duration) *memTable {
+	key := sp.key
+	if sh.first.windowMs == key {
 		return &sh.first
 	}
 	for _, t := range sh.tables {
-		if t.windowMs == windowMs {
+		if t.windowMs == key {
 			return t
 		}
 	}
-	t := &memTable{windowMs: windowMs}
+	t := &memTable{windowMs: key, cal: sp.cal}
 	if sh.first.windowMs == 0 {
 		t = &sh.first
-		t.windowMs = windowMs
+		t.windowMs, t.cal = key, sp.cal
 	}
 	t.place(ms, int64(mono()))
 	sh.tables = append(sh.tables, t)
@@ -360,7 +366,12 @@ func (sh *memShard) drop(t *memTable, ms, mono int64) {
 // place puts t in the window of ms, an instant read at mono on the store's
 // monotonic clock.
 func (t *memTable) place(ms, mono int64) {
-	t.id, t.start, t.end = window.ID(ms, t.windowMs)
+	if t.cal != nil {
+		t.start, t.end = t.cal.Window(ms)
+		t.id = t.start
+	} else {
+		t.id, t.start, t.end = window.ID(ms, t.windowMs)
+	}
 	left := t.end - ms // in (0, windowMs]: a window may last 2^53 ms, too long for nanoseconds
 	if left > (math.MaxInt64-mono)/int64(time.Millisecond) {
 		t.deadline = math.MaxInt64
@@ -405,7 +416,7 @@ func (sh *memShard) sweep(ms int64) {
 // as its own, and spent counters are a small share of a flooded shard.
 func (s *MemoryStore) makeRoom(sh *memShard, h uint64, ms int64) {
 	for _, t := range sh.tables {
-		if ms >= t.end || ms < t.start-t.windowMs {
+		if ms >= t.end || ms < t.start-(t.end-t.start) {
 			sh.free(t)
 		}
 	}
@@ -478,7 +489,7 @@ func (s *MemoryStore) Reset(ctx context.Context, key string, p *Policy, _ time.T
 	defer sh.mu.Unlock()
 	for _, sp := range p.spans {
 		for _, t := range sh.tables {
-			if t.windowMs == sp.ms && t.counts.del(h) {
+			if t.windowMs == sp.key && t.counts.del(h) {
 				sh.n--
 			}
 		}
@@ -503,13 +514,14 @@ func (s *MemoryStore) Refund(ctx context.Context, req Request, d Decision) error
 	ms := max(min(req.Now.UnixMilli(), msBound), -msBound)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	for i, sp := range p.spans {
-		id, _, _ := window.ID(d.nowMs, sp.ms)
-		if now, _, _ := window.ID(ms, sp.ms); now != id {
+	for i := range p.spans {
+		sp := &p.spans[i]
+		id := sp.windowID(d.nowMs)
+		if sp.windowID(ms) != id {
 			continue // ended: a refund never lends to a later window
 		}
 		for _, t := range sh.tables {
-			if t.windowMs != sp.ms || t.id != id {
+			if t.windowMs != sp.key || t.id != id {
 				continue
 			}
 			if slot, c, found := t.counts.lookup(h); found {

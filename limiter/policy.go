@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/calendar"
 )
 
 // MaxWindows is the most windows one policy may layer.
@@ -30,9 +32,24 @@ const maxNameLen = 64
 // A Rate admits Limit units of cost per Window. Limit is 1 to MaxLimit;
 // Window is a whole number of milliseconds, at least 1 ms, and Limit ×
 // Window in ms is at most 2^53. The zero Rate is invalid.
+//
+// A calendar rate (PerDayIn, PerWeekIn, PerMonthIn) admits Limit per
+// day, ISO week or month of its location instead: its windows start at
+// the local midnights of the zone, whatever the machine's own zone, and
+// last as long as the calendar says (a day of 23 or 25 hours where the
+// clocks change, a month of 28 to 31 days). Where a midnight does not
+// exist (clocks that spring forward at 00:00), the day starts at the
+// first instant that does. Its Window is zero, since its windows' lengths
+// vary: Calendar describes it, and a Decision's Window gives the length
+// of the current one. Its Limit is 1 to MaxLimit, with no exact-integer
+// rule (see docs/algorithm.md). Build one with those functions; only its
+// Limit may be changed.
 type Rate struct {
 	Limit  int64
 	Window time.Duration
+
+	period calendar.Period // a calendar rate's, else zero
+	loc    *time.Location  // a calendar rate's location
 }
 
 // PerSecond returns a Rate of n per second.
@@ -44,16 +61,23 @@ func PerMinute(n int64) Rate { return Rate{Limit: n, Window: time.Minute} }
 // PerHour returns a Rate of n per hour.
 func PerHour(n int64) Rate { return Rate{Limit: n, Window: time.Hour} }
 
-// String formats the rate as "100/1m0s".
+// String formats the rate as "100/1m0s", or a calendar rate as
+// "10000/day@Europe/Paris".
 func (r Rate) String() string {
+	if r.period != 0 {
+		return strconv.FormatInt(r.Limit, 10) + "/" + r.calendarName()
+	}
 	return strconv.FormatInt(r.Limit, 10) + "/" + r.Window.String()
 }
 
 // validate checks the window before anything divides by its length in
 // milliseconds, then the limit, then that limit × window-in-ms stays within
 // 2^53 (tested by division, so nothing can overflow), then that the limit
-// is at most MaxLimit.
+// is at most MaxLimit. A calendar rate has checks of its own.
 func (r Rate) validate() error {
+	if r.period != 0 {
+		return r.validateCalendar()
+	}
 	if r.Window < time.Millisecond {
 		return fmt.Errorf("window %v is shorter than 1ms", r.Window)
 	}
@@ -98,10 +122,16 @@ type Policy struct {
 // stored id is current with a multiplication instead of a division, and
 // the instant's distance from that start (both within ±2^62) cannot
 // overflow. perUnit is maxSpent/limit, so that the memory store finds how
-// spent a count is with a multiplication (see packCount).
+// spent a count is with a multiplication (see packCount). key names the
+// memory store's table of the rate's windows: ms for a fixed window.
+//
+// A calendar rate's span has its windows' cache, cal (nil otherwise),
+// and the nominal length of its windows as ms (see calendarSpan).
 type span struct {
 	ms, maxID int64
 	perUnit   float64
+	key       int64
+	cal       *calendar.Cache
 }
 
 // NewPolicy validates the rates (see Rate for the bounds; errors wrap
@@ -129,12 +159,20 @@ func NewPolicy(name string, rates ...Rate) (*Policy, error) {
 			return nil, fmt.Errorf("%w: policy %q rate #%d (%v): %v", ErrInvalidPolicy, name, i+1, r, err)
 		}
 		for _, prev := range rates[:i] {
-			if prev.Window == r.Window {
-				return nil, fmt.Errorf("%w: policy %q has two rates for window %v", ErrInvalidPolicy, name, r.Window)
+			// A calendar rate's windows are its period's in its zone:
+			// a day in Paris and a day in UTC differ, and so do a day
+			// and 24 hours.
+			if prev.Window == r.Window && prev.period == r.period && zoneName(prev.loc) == zoneName(r.loc) {
+				return nil, fmt.Errorf("%w: policy %q has two rates for window %v", ErrInvalidPolicy, name, r.windowName())
 			}
 		}
+		if r.period != 0 {
+			spans[i] = calendarSpan(r)
+			fmt.Fprintf(&id, ":%d/%s", r.Limit, r.calendarName())
+			continue
+		}
 		ms := r.Window.Milliseconds()
-		spans[i] = span{ms: ms, maxID: msBound / 2 / ms, perUnit: maxSpent / float64(r.Limit)}
+		spans[i] = span{ms: ms, maxID: msBound / 2 / ms, perUnit: maxSpent / float64(r.Limit), key: ms}
 		fmt.Fprintf(&id, ":%d/%d", r.Limit, ms)
 	}
 	h := fnv.New64a()
@@ -182,11 +220,14 @@ func (p *Policy) NumRates() int { return len(p.rates) }
 func (p *Policy) Rate(i int) Rate { return p.rates[i] }
 
 // ID returns the canonical form of the policy, such as "api:100/60000:5/1000"
-// (name, then limit/window-in-ms for each rate). Stores use it to namespace
-// their keys.
+// (name, then limit/window-in-ms for each rate; limit/period@zone for a
+// calendar rate: "plan:1000000/month@Europe/Paris:600/60000"). Stores use
+// it to namespace their keys, so two plans in two zones never share
+// counters.
 func (p *Policy) ID() string { return p.id }
 
-// String returns a readable form, such as "api: 100/1m0s + 5/1s".
+// String returns a readable form, such as "api: 100/1m0s + 5/1s" or
+// "plan: 1000000/month@Europe/Paris + 600/1m0s".
 func (p *Policy) String() string {
 	if p != nil && p.inFlight > 0 {
 		return p.name + ": " + strconv.FormatInt(p.inFlight, 10) + " in flight"

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -294,5 +295,50 @@ func TestCountIfKeepsTheResponseWriter(t *testing.T) {
 				t.Fatalf("charged %d, want %d", got, tt.wantCharged)
 			}
 		})
+	}
+}
+
+// TestCountIfCalendarDay: three failed logins a day in the customer's
+// zone (Kathmandu, +5:45), successes refunded; the day ends at the local
+// midnight, which the refusals' X-RateLimit-Reset names.
+func TestCountIfCalendarDay(t *testing.T) {
+	kathmandu, err := time.LoadLocation("Asia/Kathmandu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := time.Date(2026, 5, 4, 0, 0, 0, 0, kathmandu)
+	clk := newFakeClock(mid.Add(-time.Hour))
+	l := newLimiter(t, clk, "login", limiter.PerDayIn(3, kathmandu))
+	h := newMiddleware(t, l, middleware.WithCountIf(failures))(login)
+	steps := []struct {
+		name, password string
+		at             time.Duration // from midnight
+		wantStatus     int
+	}{
+		{"ok_refunded", "right", -time.Hour, 204},
+		{"fail_1", "wrong", -time.Hour, 401},
+		{"fail_2", "wrong", -time.Minute, 401},
+		{"ok_refunded_again", "right", -time.Minute, 204},
+		{"fail_3", "wrong", -time.Second, 401},
+		{"refused_before_midnight", "right", -time.Millisecond, 429}, // X-RateLimit-Reset: midnight
+		{"new_day", "wrong", 0, 401},
+		{"new_day_ok", "right", time.Hour, 204},
+		{"new_day_fail_2", "wrong", time.Hour, 401},
+		{"new_day_fail_3", "wrong", 23 * time.Hour, 401},
+		{"refused_until_the_next_midnight", "right", 24*time.Hour - time.Millisecond, 429}, // reset: the next
+	}
+	for _, s := range steps {
+		clk.Set(mid.Add(s.at))
+		w := call(h, "192.0.2.1:1", "X-Password", s.password)
+		if w.Code != s.wantStatus {
+			t.Fatalf("%s at %v: status %d, want %d", s.name, clk.Now(), w.Code, s.wantStatus)
+		}
+		if w.Code == http.StatusTooManyRequests {
+			reset := mid // the local midnight that ends the day of s.at
+			if s.at >= 0 {
+				reset = time.Date(2026, 5, 5, 0, 0, 0, 0, kathmandu)
+			}
+			wantHeaders(t, w, map[string]string{"X-RateLimit-Reset": strconv.FormatInt(reset.Unix(), 10)})
+		}
 	}
 }

@@ -61,8 +61,9 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // ends the command at once with one line naming it (exit code 2).
 func parseSimulateFlags(args []string, stderr io.Writer) (simulateConfig, error) {
 	var (
-		cfg      simulateConfig
-		limiters string
+		cfg                   simulateConfig
+		limiters              string
+		calendar, zone, start string
 	)
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -70,12 +71,42 @@ func parseSimulateFlags(args []string, stderr io.Writer) (simulateConfig, error)
 	fs.Int64Var(&cfg.sim.Limit, "limit", 10, "requests admitted per key per window")
 	fs.DurationVar(&cfg.sim.Window, "window", time.Second, "window length, a whole number of milliseconds (a multiple of 5ms for layered)")
 	fs.StringVar(&cfg.plot, "plot", "", "also draw the timeline of admitted requests to `file`.svg or file.png")
-	fs.StringVar(&limiters, "limiters", strings.Join(sim.Names(), ","), "comma-separated limiters to run; the table keeps this order")
+	fs.StringVar(&limiters, "limiters", strings.Join(sim.Names(), ","), "comma-separated limiters to run; the table keeps this order (with --calendar: none, fixed-window and layered)")
+	fs.StringVar(&calendar, "calendar", "", "count the limit per `period` of --zone, from its local midnights: "+strings.Join(sim.Calendars(), ", ")+" (fixed-window, and layered's long window; --window is then the worst column's span)")
+	fs.StringVar(&zone, "zone", "", "the time `zone` of --calendar, a tz database name (default UTC)")
+	fs.StringVar(&start, "start", "", "the `instant` the pattern's 0 s stands for, RFC 3339 (default the Unix epoch): start a second before a local midnight to cross it")
 	h, err := parseFlags(fs, args, stderr, map[string]string{
 		"pattern": "edge", "limit": "10", "window": "1s", "plot": "edge.svg", "limiters": "fixed-window,sliding-log",
+		"calendar": "day", "zone": "Europe/Paris", "start": "2026-03-28T23:59:59+01:00",
 	})
 	if err != nil {
 		return cfg, err
+	}
+	if start != "" {
+		t, err := time.Parse(time.RFC3339Nano, start)
+		if err != nil {
+			return cfg, h.bad("start", start, "not an RFC 3339 instant")
+		}
+		cfg.sim.Start = t
+	}
+	_, _, zoneTyped := h.typed("zone")
+	switch {
+	case calendar == "" && zoneTyped:
+		return cfg, h.bad("zone", zone, "does not apply without --calendar")
+	case calendar != "" && !slices.Contains(sim.Calendars(), calendar):
+		return cfg, h.bad("calendar", calendar, "must be one of "+strings.Join(sim.Calendars(), ", "))
+	case calendar != "":
+		if zone == "" {
+			zone = "UTC"
+		}
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			return cfg, h.bad("zone", zone, "not a zone of the tz database")
+		}
+		cfg.sim.Calendar, cfg.sim.Zone = calendar, loc
+		if _, _, typed := h.typed("limiters"); !typed {
+			limiters = strings.Join([]string{sim.None, sim.FixedWindow, sim.Layered}, ",")
+		}
 	}
 	if l := cfg.sim.Limit; l < 1 || l > sim.MaxLimit {
 		return cfg, h.bad("limit", l, fmt.Sprintf("must be from 1 to %d", sim.MaxLimit))
@@ -90,6 +121,8 @@ func parseSimulateFlags(args []string, stderr io.Writer) (simulateConfig, error)
 			return cfg, h.bad("limiters", limiters, fmt.Sprintf("unknown limiter %q (choose from %s)", name, strings.Join(sim.Names(), ", ")))
 		case slices.Contains(cfg.limiters, name):
 			return cfg, h.bad("limiters", limiters, fmt.Sprintf("%s named twice", name))
+		case calendar != "" && (name == sim.SlidingLog || name == sim.TokenBucket):
+			return cfg, h.bad("limiters", limiters, fmt.Sprintf("%s counts per window, it has no --calendar", name))
 		}
 		cfg.limiters = append(cfg.limiters, name)
 	}
@@ -98,6 +131,9 @@ func parseSimulateFlags(args []string, stderr io.Writer) (simulateConfig, error)
 			return cfg, h.bad("window", cfg.sim.Window, fmt.Sprintf("layered cuts the window into %d whole milliseconds, so use a multiple of %dms, or leave layered out with --limiters",
 				sim.LayeredParts, sim.LayeredParts))
 		}
+	}
+	if cfg.plot != "" && calendar != "" {
+		return cfg, h.bad("plot", cfg.plot, "does not apply with --calendar: the plot draws fixed windows")
 	}
 	if cfg.plot != "" {
 		switch ext := strings.ToLower(filepath.Ext(cfg.plot)); ext {

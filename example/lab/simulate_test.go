@@ -38,6 +38,11 @@ func TestSimulateGolden(t *testing.T) {
 		{"simulate_burst.txt", []string{"--pattern", "burst"}},
 		{"simulate_burst_window2s.txt", []string{"--pattern", "burst", "--window", "2s", "--limit", "15"}},
 		{"simulate_two_clients.txt", []string{"--pattern", "testdata/two-clients.csv", "--limit", "5"}},
+		// The edge across Paris's midnight (the spring-forward day): a
+		// day's budget at 23:59:59.9 and the next at 00:00:00.0.
+		{"simulate_edge_midnight_paris.txt", []string{"--pattern", "edge", "--calendar", "day", "--zone", "Europe/Paris", "--start", "2026-03-28T23:59:59+01:00"}},
+		// The 1st of the month in Eucla (+8:45), two clients.
+		{"simulate_two_clients_month_eucla.txt", []string{"--pattern", "testdata/two-clients.csv", "--limit", "5", "--calendar", "month", "--zone", "Australia/Eucla", "--start", "2026-04-30T23:59:59+08:45"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.TrimSuffix(tt.golden, ".txt"), func(t *testing.T) {
@@ -120,7 +125,13 @@ func TestSimulateErrors(t *testing.T) {
 		code int
 		msg  string // the whole of stderr
 	}{
-		{"unknown_flag", []string{"--bogus"}, 2, "lab simulate: --bogus: no such flag; the flags are --limit, --limiters, --pattern, --plot, --window\n"},
+		{"unknown_flag", []string{"--bogus"}, 2, "lab simulate: --bogus: no such flag; the flags are --calendar, --limit, --limiters, --pattern, --plot, --start, --window, --zone\n"},
+		{"zone_without_calendar", []string{"--zone", "Europe/Paris"}, 2, "lab simulate: --zone Europe/Paris: does not apply without --calendar; e.g. --zone Europe/Paris\n"},
+		{"unknown_calendar", []string{"--calendar", "year"}, 2, "lab simulate: --calendar year: must be one of day, week, month; e.g. --calendar day\n"},
+		{"unknown_zone", []string{"--calendar", "day", "--zone", "Mars/Olympus"}, 2, "lab simulate: --zone Mars/Olympus: not a zone of the tz database; e.g. --zone Europe/Paris\n"},
+		{"calendar_sliding_log", []string{"--calendar", "day", "--limiters", "fixed-window,sliding-log"}, 2, "lab simulate: --limiters fixed-window,sliding-log: sliding-log counts per window, it has no --calendar; e.g. --limiters fixed-window,sliding-log\n"},
+		{"calendar_plot", []string{"--calendar", "day", "--plot", "day.png"}, 2, "lab simulate: --plot day.png: does not apply with --calendar: the plot draws fixed windows; e.g. --plot edge.svg\n"},
+		{"start_not_rfc3339", []string{"--start", "yesterday"}, 2, "lab simulate: --start yesterday: not an RFC 3339 instant; e.g. --start 2026-03-28T23:59:59+01:00\n"},
 		{"limit_zero", []string{"--limit", "0"}, 2, "lab simulate: --limit 0: must be from 1 to 100000; e.g. --limit 10\n"},
 		{"limit_huge", []string{"--limit", "1000000"}, 2, "lab simulate: --limit 1000000: must be from 1 to 100000; e.g. --limit 10\n"},
 		{"limit_not_a_number", []string{"--limit", "ten"}, 2, "lab simulate: --limit ten: not a whole number; e.g. --limit 10\n"},

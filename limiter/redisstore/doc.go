@@ -40,6 +40,10 @@
 // (no CROSSSLOT), while different clients spread over the cluster. Braces
 // and '%' inside client keys are percent-encoded. The policy id holds its
 // name, limits and windows, so a changed policy starts from fresh counts.
+// A calendar rate (limiter.PerDayIn, PerWeekIn, PerMonthIn) names its
+// windows by period and zone ("day@Europe/Paris") in place of a length,
+// and its window id is the window's start in Unix milliseconds; its key
+// expires when that local day, week or month ends, plus the margin.
 //
 // # Clocks
 //
@@ -47,7 +51,8 @@
 // and the instant the limiter passes to Reset) and the window id is in
 // the key; the store keeps no clock of its own. WithServerClock reads
 // Redis's TIME in the script instead: one clock for every replica. Its
-// documentation has the failure modes of each.
+// documentation has the failure modes of each, and how a calendar
+// window is found by Redis's clock when Lua has no time zones.
 //
 // # Leases
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -24,7 +25,8 @@ import (
 // that failed during the decision even when its time ran out first
 // (go-redis dials again with backoff), "timeout" (no answer in time,
 // with no failed dial to blame) and "unavailable" (another network
-// error); and "circuit_open". Its text says the same, then the error it
+// error); "circuit_open"; and "clock_skew" (Redis's clock outside the
+// calendar windows a replica sent, WithServerClock). Its text says the same, then the error it
 // wraps: "connection refused: dial tcp 127.0.0.1:6379: connect:
 // connection refused (no connection within the timeout: context deadline
 // exceeded)". Package middleware/reason reads it (reason.Of), as the
@@ -40,6 +42,16 @@ var (
 	// server it belongs to, open after that server kept failing: nothing
 	// was sent.
 	ErrCircuitOpen error = &reasonError{"circuit_open", errors.New("redisstore: circuit breaker open")}
+	// ErrClockSkew reports a decision under WithServerClock that Redis
+	// could not place in a window of a calendar rate (a day, a week or
+	// a month in a zone): Lua has no time zones, so the replica sends the
+	// windows around its own clock (the one it is in, the one before and
+	// the one after), and Redis's TIME lay outside them all, the two
+	// clocks a window or more apart. Nothing was charged, and no count is
+	// ever kept under a window Redis's clock is not in. It wraps in
+	// ErrUnavailable, as any decision Redis could not make, and its
+	// reason is "clock_skew". Fix the clock that is wrong (NTP).
+	ErrClockSkew error = &reasonError{"clock_skew", errors.New("redisstore: redis's clock is outside the calendar windows around this replica's")}
 	// errNilClient reports a nil client passed to New. It wraps
 	// ErrInvalidOption, as every configuration error of New does.
 	errNilClient = fmt.Errorf("%w: client is nil", ErrInvalidOption)
@@ -107,6 +119,14 @@ func named(err error) error {
 		}
 	}
 	return &reasonError{strings.ReplaceAll(phrase, " ", "_"), fmt.Errorf("%s: %w", phrase, err)}
+}
+
+// clockSkew returns the error of a request decided by Redis's clock
+// that the script could not place in its calendar windows, sent around
+// now, the replica's clock.
+func clockSkew(now time.Time, r result) error {
+	return &reasonError{"clock_skew", fmt.Errorf("%w: redis's TIME %v, this replica's clock %v",
+		ErrClockSkew, time.Unix(r.sec, r.usec*1000).UTC(), now.UTC())}
 }
 
 // circuitOpen returns the error of a call d's open breaker refused.

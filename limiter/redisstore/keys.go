@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fixedwindow/ratelimit/internal/calendar"
 	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
@@ -19,7 +20,9 @@ import (
 // the client's key the Cluster hash tag, so all of one client's windows
 // share a slot and one script may touch them all (no CROSSSLOT). The policy
 // id carries the name, limits and windows, so a changed policy starts from
-// fresh counts.
+// fresh counts. A calendar rate's windows are named by period and zone
+// instead of a length, and its window id is the window's start in Unix
+// ms: rl:{alice}:plan:1000000/month@Europe/Paris:month@Europe/Paris:1769900400000.
 
 // tagEscaper makes any client key safe inside a hash tag: a '}' would end
 // the tag early (and "{}" would void it), so braces and the escape
@@ -36,11 +39,24 @@ func tag(key string) string {
 }
 
 // policyKeys holds what every request under one policy repeats: the key
-// suffix of each window and the script arguments of each rate.
+// suffix of each window and the script arguments of each rate, and the
+// windows of its calendar rates.
 type policyKeys struct {
-	suffix [limiter.MaxWindows]string // ":<policy id>:<window ms>"
-	wms    [limiter.MaxWindows]int64
-	rates  []any // limit, window ms, for each rate
+	suffix [limiter.MaxWindows]string // ":<policy id>:<window ms>" or ":<policy id>:<period>@<zone>"
+	wms    [limiter.MaxWindows]int64  // a fixed window's length; 0 for a calendar rate
+	cal    [limiter.MaxWindows]*calendar.Cache
+	ncal   int   // how many of the rates are calendar rates
+	rates  []any // limit, window ms (−nominal ms for a calendar rate), for each rate
+}
+
+// window returns the id, start and end, in Unix ms, of the policy's i'th
+// window that holds ms: for a calendar rate the id is the start.
+func (pk *policyKeys) window(i int, ms int64) (id, start, end int64) {
+	if c := pk.cal[i]; c != nil {
+		start, end = c.Window(ms)
+		return start, start, end
+	}
+	return window.ID(ms, pk.wms[i])
 }
 
 // policyMemo memoises a value per policy. Policies are usually few and
@@ -78,6 +94,14 @@ func newPolicyKeys(p *limiter.Policy) *policyKeys {
 	pk := &policyKeys{rates: make([]any, 0, 2*p.NumRates())}
 	for i := range p.NumRates() {
 		r := p.Rate(i)
+		if name, loc, ok := r.Calendar(); ok {
+			period := calendar.PeriodOf(name)
+			pk.cal[i] = calendar.NewCache(period, loc)
+			pk.ncal++
+			pk.suffix[i] = ":" + p.ID() + ":" + name + "@" + loc.String()
+			pk.rates = append(pk.rates, strconv.FormatInt(r.Limit, 10), strconv.FormatInt(-calendar.Nominal(period), 10))
+			continue
+		}
 		ms := r.Window.Milliseconds()
 		pk.wms[i] = ms
 		pk.suffix[i] = ":" + p.ID() + ":" + strconv.FormatInt(ms, 10)
@@ -94,7 +118,7 @@ func appendKeys(dst []string, prefix, key string, pk *policyKeys, n int, clock c
 	for i := range n {
 		var id []byte
 		if clock == appClock {
-			w, _, _ := window.ID(ms, pk.wms[i])
+			w, _, _ := pk.window(i, ms)
 			id = strconv.AppendInt(num[:0], w, 10)
 		}
 		// One allocation per key: this runs for every window of every

@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -74,8 +73,9 @@ func (c leaseConfig) validate() error {
 // about 150 bytes plus the client key; a key not kept leases nothing.
 type leases struct {
 	shardedMap[*leaseEntry]
-	horizon int64 // ms
-	divisor int64
+	horizon int64     // ms
+	divisor int64     //
+	keys    *keyCache // the store's: the windows of calendar rates
 }
 
 // A leaseEntry is one key's lease and demand on this replica. Guarded by
@@ -109,11 +109,11 @@ type leaseTicket struct {
 	ch     chan struct{}
 }
 
-func newLeases(c leaseConfig, size int, server bool) *leases {
+func newLeases(c leaseConfig, size int, server bool, keys *keyCache) *leases {
 	if !c.on {
 		return nil
 	}
-	l := &leases{horizon: c.horizon.Milliseconds(), divisor: c.divisor}
+	l := &leases{horizon: c.horizon.Milliseconds(), divisor: c.divisor, keys: keys}
 	l.init(size, server)
 	return l
 }
@@ -299,8 +299,9 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 		ids        [limiter.MaxWindows]int64
 		start, end int64 = math.MinInt64, math.MaxInt64
 	)
+	pk := l.keys.get(p)
 	for i := range p.NumRates() {
-		id, s, e := window.ID(ms, p.Rate(i).Window.Milliseconds())
+		id, s, e := pk.window(i, ms)
 		ids[i], start, end = id, max(start, s), min(end, e)
 	}
 	var offset int64
@@ -348,8 +349,9 @@ func (l *leases) refund(req *limiter.Request, d *limiter.Decision) int64 {
 	if e == nil || !e.known || t < e.start || t >= e.end {
 		return 0
 	}
+	pk := l.keys.get(req.Policy)
 	for i := range req.Policy.NumRates() {
-		if id, _, _ := window.ID(ms, req.Policy.Rate(i).Window.Milliseconds()); id != e.ids[i] {
+		if id, _, _ := pk.window(i, ms); id != e.ids[i] {
 			return 0
 		}
 	}

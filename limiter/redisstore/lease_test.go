@@ -54,7 +54,7 @@ func TestWithLeasesValidates(t *testing.T) {
 // key's first request in its window, then the cost seen before over at
 // least one horizon, times the horizon or the time left, capped.
 func TestLeaseWantGrows(t *testing.T) {
-	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 64}, 64, false)
+	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 64}, 64, false, new(keyCache))
 	p := limiter.MustPolicy("want", limiter.PerSecond(6400)) // cap 100
 	for _, tc := range []struct {
 		name        string
@@ -89,7 +89,7 @@ func TestLeaseWantGrows(t *testing.T) {
 // its lease's count looks empty: Remaining the whole limit, and CI's
 // per-window tally one over.)
 func TestLeaseServerClockDatesInItsWindow(t *testing.T) {
-	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 10}, 64, true)
+	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 10}, 64, true, new(keyCache))
 	var mono time.Duration
 	l.mono = func() time.Duration { return mono }
 	p := limiter.MustPolicy("dated", limiter.PerSecond(100)) // cap 10
@@ -568,7 +568,7 @@ func TestLeasesExactAcrossReplicas(t *testing.T) {
 // not ended; a key that holds a lease is kept.
 func TestLeaseTableBounded(t *testing.T) {
 	const size = 64 * 4
-	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 1}, size, false)
+	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 1}, size, false, new(keyCache))
 	p := limiter.MustPolicy("bounded", limiter.PerHour(1000))
 	req := limiter.Request{Key: "hot", Policy: p, Now: t0, Cost: 1}
 	for range 2 { // the second asks for a lease
@@ -629,7 +629,7 @@ func TestLeaseReset(t *testing.T) {
 // BenchmarkLeasedDecision measures a decision made from a lease, the
 // path every hot-key decision but a few takes: no allocation.
 func BenchmarkLeasedDecision(b *testing.B) {
-	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 1}, defaultLeaseKeys, false)
+	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 1}, defaultLeaseKeys, false, new(keyCache))
 	p := limiter.MustPolicy("bench", limiter.PerHour(1<<30), limiter.PerSecond(1<<40))
 	req := limiter.Request{Key: "hot", Policy: p, Now: t0, Cost: 1}
 	for range 2 {
@@ -653,7 +653,7 @@ func BenchmarkLeasedDecision(b *testing.B) {
 // cold key, which still goes to Redis: the table's bookkeeping before
 // and after the round trip, over 10,000 keys.
 func BenchmarkLeaseColdKeys(b *testing.B) {
-	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 64}, defaultLeaseKeys, false)
+	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 64}, defaultLeaseKeys, false, new(keyCache))
 	p := limiter.MustPolicy("bench", limiter.PerHour(1<<30))
 	reqs := make([]limiter.Request, 10000)
 	for i := range reqs {

@@ -135,6 +135,16 @@ func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 // The over-limit cache and the leases time their entries from Redis's
 // time at the decision on the monotonic clock, so no step of the
 // application's clock keeps a key refused past Redis's window.
+//
+// A calendar rate (a day, a week or a month in a zone) needs the zone's
+// rules, which Lua does not have: each call sends, per calendar rate of a
+// policy, the window the replica's own clock is in and the windows either
+// side of it, and the script decides in the one that holds TIME. Replicas
+// whose clocks differ, or whose machines are set to different zones, so
+// still share one window. A replica whose clock is a window or more off
+// Redis's (a day, for a day's rate) sends windows that do not hold TIME:
+// its decisions fail with ErrClockSkew (within ErrUnavailable, reason
+// "clock_skew"), charging nothing, rather than count under a wrong day.
 func WithServerClock() Option { return withClockSource(serverClock) }
 
 // withClockSource chooses the clock, for tests that run both.

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -13,7 +12,10 @@ import (
 // with the same limiter.Decide, and never reach Redis. An entry is the
 // client key (shared with the caller's string) plus about 100 bytes, and
 // is stale once its windows end.
-type overLimit struct{ shardedMap[olEntry] }
+type overLimit struct {
+	shardedMap[olEntry]
+	keys *keyCache // the store's: the windows of calendar rates
+}
 
 type olEntry struct {
 	states [limiter.MaxWindows]limiter.State
@@ -23,11 +25,11 @@ type olEntry struct {
 	mono time.Duration
 }
 
-func newOverLimit(size int, server bool) *overLimit {
+func newOverLimit(size int, server bool, keys *keyCache) *overLimit {
 	if size == 0 {
 		return nil
 	}
-	c := new(overLimit)
+	c := &overLimit{keys: keys}
 	c.init(size, server)
 	return c
 }
@@ -94,7 +96,7 @@ func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindo
 	for i := range p.NumRates() {
 		r := p.Rate(i)
 		if s := states[i]; s.Count < 0 || s.Count >= r.Limit {
-			_, _, end := window.ID(at.UnixMilli(), r.Window.Milliseconds())
+			_, _, end := c.keys.get(p).window(i, at.UnixMilli())
 			if !full || end > until {
 				until = end
 			}

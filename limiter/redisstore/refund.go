@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/redis/go-redis/v9"
 )
@@ -56,17 +55,17 @@ func (s *Store) Refund(ctx context.Context, req limiter.Request, d limiter.Decis
 	cmd := []any{"evalsha", refundHash, 0}
 	args := []any{clock, req.Cost}
 	for i := range n {
-		id, _, _ := window.ID(at, pk.wms[i])
-		if now, _, _ := window.ID(req.Now.UnixMilli(), pk.wms[i]); s.cfg.clock == appClock && now != id {
+		id, start, end := pk.window(i, at)
+		if now, _, _ := pk.window(i, req.Now.UnixMilli()); s.cfg.clock == appClock && now != id {
 			continue // ended: a refund never lends to a later window
 		}
 		cmd = append(cmd, keys[i])
-		args = append(args, pk.wms[i], strconv.FormatInt(id, 10))
+		args = append(args, strconv.FormatInt(id, 10), start, end)
 	}
 	if len(args) == 2 {
 		return nil
 	}
-	cmd[2] = len(args)/2 - 1
+	cmd[2] = (len(args) - 2) / 3
 	cmd = append(cmd, args...)
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()

@@ -8,7 +8,9 @@
 -- ARGV[1]: clock, "a" or "s" (Redis's TIME: a window is refunded only if
 --          it is both the one charged and the current one).
 -- ARGV[2]: the cost to return.
--- Then per key: window_ms, the id of the window charged.
+-- Then per key: the id of the window charged, its start and its end (ms):
+--          TIME must lie in [start, end) (a calendar window's bounds come
+--          from the zone's rules, which Lua does not have).
 --
 -- A value the store did not write is left alone (nothing to return to);
 -- any other error reply ends the script with it.
@@ -30,15 +32,15 @@ end
 
 local refunded = 0
 for i, key in ipairs(KEYS) do
-  local wms = tonumber(ARGV[1 + 2 * i])
-  local charged = ARGV[2 + 2 * i]
+  local charged = ARGV[3 * i]
+  local start, stop = tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
   if server then
     local h = redis.pcall('HMGET', key, 'w', 'c')
     if h.err and not string.find(h.err, '^WRONGTYPE') then
       return h
     end
     local c = not h.err and count(h[2])
-    if c and h[1] == charged and string.format('%.0f', math.floor(tnow / wms)) == charged then
+    if c and h[1] == charged and start <= tnow and tnow < stop then
       redis.call('HINCRBY', key, 'c', -math.min(cost, c))
       refunded = refunded + 1
     end

@@ -89,7 +89,8 @@ func (r *replyReader) line(kind byte) (int64, error) {
 // per request the verdict, the instant decided at and the count of each
 // window before the request. A verdict of -1 (a node call's request
 // whose keys were not on its node) sets elsewhere; only the reply of a
-// node call (node) may hold one.
+// node call (node) may hold one. A verdict of -2 (Redis's TIME outside
+// the calendar windows sent) sets offClock.
 func parseReply(r *replyReader, windows func(i int) int, out []result, node bool) error {
 	total, err := r.array()
 	if err != nil {
@@ -120,11 +121,11 @@ func parseReply(r *replyReader, windows func(i int) int, out []result, node bool
 		if err != nil {
 			return err
 		}
-		if a < -1 || a == -1 && !node {
+		if a < -2 || a == -1 && !node {
 			return fmt.Errorf("%w: verdict %d", ErrBadReply, a)
 		}
 		res.allowed, res.at, res.sec, res.usec, res.granted = a >= 1, at, sec, usec, max(0, a-1)
-		res.elsewhere = a == -1
+		res.elsewhere, res.offClock = a == -1, a == -2
 		for w := range windows(i) {
 			if res.counts[w], err = r.int(); err != nil {
 				return err

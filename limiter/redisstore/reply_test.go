@@ -69,7 +69,9 @@ func TestParseReplyParsed(t *testing.T) {
 		{"node_call_elsewhere", []any{int64(0), int64(0), int64(-1), int64(0), int64(0), int64(3), int64(6), int64(2)}, 2, true,
 			[]result{{elsewhere: true}, {allowed: true, at: 6, granted: 2, counts: [4]int64{2}}}, nil},
 		{"elsewhere_outside_a_node_call", []any{int64(0), int64(0), int64(-1), int64(0), int64(0)}, 1, false, nil, ErrBadReply},
-		{"verdict_below_minus_one", []any{int64(0), int64(0), int64(-2), int64(0), int64(0)}, 1, true, nil, ErrBadReply},
+		{"off_clock", []any{int64(12), int64(345), int64(-2), int64(0), int64(0), int64(1), int64(6), int64(2)}, 2, false,
+			[]result{{offClock: true, sec: 12, usec: 345}, {allowed: true, at: 6, sec: 12, usec: 345, counts: [4]int64{2}}}, nil},
+		{"verdict_below_minus_two", []any{int64(0), int64(0), int64(-3), int64(0), int64(0)}, 1, true, nil, ErrBadReply},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/redis/go-redis/v9"
 )
@@ -76,10 +75,17 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 		}
 	}
 	dst = append(dst, clock, c.margin.Milliseconds(), len(calls), len(argKeys), len(pols))
+	calendars := false // some policy of the call has a calendar rate
 	for _, p := range pols {
 		pk := kc.get(p)
 		dst = append(dst, len(pk.rates)/2)
 		dst = append(dst, pk.rates...)
+		if pk.ncal > 0 {
+			calendars = true
+			if c.clock == serverClock {
+				dst = appendSpans(dst, pk, firstNow(calls, p))
+			}
+		}
 	}
 	for _, k := range argKeys {
 		dst = append(dst, k)
@@ -90,7 +96,11 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 			dst = append(dst, slices.Index(pols, req.Policy)+1)
 		}
 		if c.clock == appClock {
-			dst = append(dst, req.Now.UnixMilli())
+			ms := req.Now.UnixMilli()
+			dst = append(dst, ms)
+			if calendars {
+				dst = appendEnds(dst, kc.get(req.Policy), ms)
+			}
 		}
 		switch {
 		case req.Peek:
@@ -104,6 +114,43 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 	return dst, pols
 }
 
+// appendSpans appends, for each calendar rate of pk, the starts of the
+// windows before, at and after now (ms) and the end of the last: the
+// windows take.lua may place Redis's TIME in, when it decides by it.
+func appendSpans(dst []any, pk *policyKeys, now int64) []any {
+	for _, c := range pk.cal {
+		if c != nil {
+			sp := c.Around(now)
+			dst = append(dst, sp.Prev, sp.Start, sp.Next, sp.End)
+		}
+	}
+	return dst
+}
+
+// appendEnds appends the end of the window holding ms of each calendar
+// rate of pk, for a request decided at ms by the application's clock.
+func appendEnds(dst []any, pk *policyKeys, ms int64) []any {
+	for i, c := range pk.cal {
+		if c != nil {
+			_, _, end := pk.window(i, ms)
+			dst = append(dst, end)
+		}
+	}
+	return dst
+}
+
+// firstNow returns the instant of the first of calls under p: the
+// replica's clock, around which a policy's calendar windows are sent
+// once per call.
+func firstNow(calls []*call, p *limiter.Policy) int64 {
+	for _, cl := range calls {
+		if cl.req.Policy == p {
+			return cl.req.Now.UnixMilli()
+		}
+	}
+	return 0
+}
+
 // A result is what the script found for one request.
 type result struct {
 	allowed bool
@@ -115,13 +162,16 @@ type result struct {
 	// elsewhere: a node call found the request's keys not on its node
 	// (take.lua); nothing was charged.
 	elsewhere bool
+	// offClock: Redis's TIME lay outside the calendar windows sent for
+	// the request's policy (take.lua); nothing was charged.
+	offClock bool
 }
 
 // decide rebuilds the Decision from what the script found, with
 // limiter.Decide itself, so that Redis and the in-memory store apply one
 // rule; it returns the states after the request and reports a script whose
 // verdict disagrees.
-func (c *config) decide(req *limiter.Request, r *result) ([limiter.MaxWindows]limiter.State, limiter.Decision, time.Time, error) {
+func (c *config) decide(req *limiter.Request, r *result, kc *keyCache) ([limiter.MaxWindows]limiter.State, limiter.Decision, time.Time, error) {
 	p := req.Policy
 	now := req.Now
 	if c.clock == serverClock {
@@ -133,8 +183,9 @@ func (c *config) decide(req *limiter.Request, r *result) ([limiter.MaxWindows]li
 	}
 	var prior [limiter.MaxWindows]limiter.State
 	ms := now.UnixMilli()
+	pk := kc.get(p)
 	for i := range p.NumRates() {
-		id, _, _ := window.ID(ms, p.Rate(i).Window.Milliseconds())
+		id, _, _ := pk.window(i, ms)
 		prior[i] = limiter.State{Window: id, Count: r.counts[i]}
 	}
 	next, d := limiter.Decide(p, prior, now, req.Cost)

@@ -122,8 +122,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if err := checkContextTimeout(client); err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, cfg: cfg, cache: newOverLimit(cfg.cacheSize, cfg.clock == serverClock)}
-	s.leases = newLeases(cfg.lease, defaultLeaseKeys, cfg.clock == serverClock)
+	s := &Store{client: client, cfg: cfg}
+	s.cache = newOverLimit(cfg.cacheSize, cfg.clock == serverClock, &s.keys)
+	s.leases = newLeases(cfg.lease, defaultLeaseKeys, cfg.clock == serverClock, &s.keys)
 	s.path = cfg.path
 	if s.path == pathByClient {
 		s.path = pathFor(client)
@@ -293,8 +294,11 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 	if s.replyHook != nil {
 		s.replyHook()
 	}
+	if err == nil && r.offClock {
+		err = clockSkew(req.Now, r)
+	}
 	if err == nil {
-		next, d, at, derr := s.cfg.decide(&req, &r)
+		next, d, at, derr := s.cfg.decide(&req, &r, &s.keys)
 		if derr == nil {
 			s.leases.settle(&tk, &req, &r, at, true)
 			for i := range req.Policy.NumRates() {
@@ -444,8 +448,9 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now ti
 	} else {
 		ms := now.UnixMilli()
 		for i := range n {
-			for _, d := range []int64{-1, 0, 1} {
-				one := appendKeys(nil, s.cfg.prefix, key, pk, i+1, appClock, ms+d*pk.wms[i])
+			_, start, end := pk.window(i, ms)
+			for _, at := range []int64{start - 1, ms, end} { // the windows before, at and after now
+				one := appendKeys(nil, s.cfg.prefix, key, pk, i+1, appClock, at)
 				keys = append(keys, one[i])
 			}
 		}

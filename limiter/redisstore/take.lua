@@ -14,20 +14,31 @@
 --          every request's keys, as KEYS would hold them, after the
 --          policies.
 -- ARGV[5]: np, the number of policies, then per policy: n windows, then n
---          pairs of limit, window_ms. Each policy is sent once per call,
---          whatever the number of its requests.
+--          pairs of limit, window_ms; a calendar rate (a day, a week or a
+--          month in a time zone, whose windows come from the zone's rules,
+--          which Lua does not have) sends -nominal_ms instead, its usual
+--          length (a day 24 h, a month 28 days), the length it takes as
+--          the policy's shortest window. With clock "s", after the pairs,
+--          for each calendar rate the starts of three consecutive windows
+--          and the end of the last, around the client's own clock: the
+--          script decides in the one that holds TIME. Each policy is sent
+--          once per call, whatever the number of its requests.
 -- Then the nk keys, then per request, as few arguments as it needs:
 --          the policy's place (1..np), only when np > 1; now_ms, only
---          with clock "a"; then cost (>= 0), or -(cost + 1) followed by
---          want, the lease asked for (>= 0; see lease.go), or -1 for a
---          peek.
+--          with clock "a", followed by the end (ms) of the request's
+--          window of each calendar rate (the start is its key's id); then
+--          cost (>= 0), or -(cost + 1) followed by want, the lease asked
+--          for (>= 0; see lease.go), or -1 for a peek.
 --
 -- Reply: {sec, usec} of TIME (0, 0 with clock "a"), then per request:
 --        1 + granted when admitted (granted: the units leased), 0 when
---        refused, -1 when its keys are not on this node; the instant
---        decided at in ms (0 with clock "a": the request's own), and the
---        count found in each window before this request (-1 when
---        corrupt).
+--        refused, -1 when its keys are not on this node, -2 when TIME (or
+--        the instant a window ahead moved it to) lies outside the calendar
+--        windows sent for its policy, so that no window can be named for
+--        it (the client's clock and Redis's differ by about a window);
+--        the instant decided at in ms (0 with clock "a": the request's
+--        own), and the count found in each window before this request
+--        (-1 when corrupt). -1 and -2 charged nothing.
 --
 -- A node call decides the requests of many slots that one master of a
 -- Cluster serves, in one script run sent straight to that master. It
@@ -83,27 +94,65 @@ if server then
   tnow = sec * 1000 + math.floor(usec / 1000)
 end
 
+-- window returns the id and the end (ms) of the window of the policy's
+-- i'th rate that holds the instant t: for a window of fixed length, its
+-- number since the epoch; for a calendar rate, the start, among the
+-- windows sent, of the one that holds t (nil when none does).
+local function window(pl, i, t)
+  local b = pl.cal[i]
+  if b == nil then
+    local id = math.floor(t / pl.wms[i])
+    return id, (id + 1) * pl.wms[i]
+  end
+  for j = 1, 3 do
+    if b[j] <= t and t < b[j + 1] then
+      return b[j], b[j + 1]
+    end
+  end
+  return nil, nil
+end
+
 -- The policies: per policy its windows' limits and lengths, and the
--- shortest window (the bound of a window ahead, below); with clock "s",
--- each window's current id by TIME, and that id as HSET writes it, which
--- a stored id is compared with before it is parsed.
+-- shortest window (the bound of a window ahead, below); its calendar
+-- rates (cal[i]: with clock "s", the window bounds sent; with clock "a",
+-- true) and how many there are; with clock "s", each window's current id
+-- by TIME, and that id as HSET writes it, which a stored id is compared
+-- with before it is parsed (off: TIME lies outside a calendar rate's
+-- windows).
 local pols, a = {}, 6
 for p = 1, np do
   local n = tonumber(ARGV[a])
-  local pl = {n = n, lim = {}, wms = {}, id = {}, ids = {}}
+  local pl = {n = n, lim = {}, wms = {}, cal = {}, ncal = 0, id = {}, ids = {}}
   for i = 1, n do
     local l, w = tonumber(ARGV[a + 2 * i - 1]), tonumber(ARGV[a + 2 * i])
+    if w < 0 then
+      w = -w
+      pl.cal[i] = true
+      pl.ncal = pl.ncal + 1
+    end
     pl.lim[i], pl.wms[i] = l, w
     if pl.shortest == nil or w < pl.shortest then
       pl.shortest = w
     end
-    if server then
-      pl.id[i] = math.floor(tnow / w)
-      pl.ids[i] = string.format('%.0f', pl.id[i])
+  end
+  a = a + 1 + 2 * n
+  if server then
+    for i = 1, n do
+      if pl.cal[i] then
+        pl.cal[i] = {tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])}
+        a = a + 4
+      end
+    end
+    for i = 1, n do
+      pl.id[i] = window(pl, i, tnow)
+      if pl.id[i] == nil then
+        pl.off = true
+      else
+        pl.ids[i] = string.format('%.0f', pl.id[i])
+      end
     end
   end
   pols[p] = pl
-  a = a + 1 + 2 * n
 end
 -- K[k] is the first key of the request being decided: KEYS from KEYS[1],
 -- or for a node call ARGV, read in place after the policies.
@@ -155,8 +204,9 @@ local function count(v)
 end
 
 -- windowID parses a stored window id: nil unless a plain whole number of
--- at most 15 digits (ids are ms / window, below 10^15 until the year
--- 33658), which Lua holds exactly, with no leading zero.
+-- at most 15 digits (ids are ms / window, or a calendar window's start in
+-- ms, below 10^15 until the year 33658), which Lua holds exactly, with no
+-- leading zero.
 local function windowID(v)
   if type(v) ~= 'string' or #v > 15 or not string.find(v, '^%d+$')
       or (#v > 1 and string.byte(v, 1) == 48) then
@@ -175,6 +225,17 @@ if not server and nk == 0 then
 end
 
 local out, o = {sec, usec}, 2
+
+-- undecided answers a request of n windows that was not decided (verdict
+-- -1 or -2, above), and charged nothing.
+local function undecided(verdict, n)
+  out[o + 1], out[o + 2] = verdict, 0
+  o = o + 2
+  for _ = 1, n do
+    o = o + 1
+    out[o] = 0
+  end
+end
 -- Per-window scratch, reused by every request (Lua tables cost more than
 -- the commands they would save).
 local cnt, found, fresh, ends, bare, ws = {}, {}, {}, {}, {}, {}
@@ -188,6 +249,12 @@ for _ = 1, nreq do
   if not server then
     now = tonumber(ARGV[a])
     a = a + 1
+    for i = 1, pl.n do
+      if pl.cal[i] then
+        ends[i] = tonumber(ARGV[a])
+        a = a + 1
+      end
+    end
   end
   -- costArg is the cost as the client sent it, passed on to INCRBY as it
   -- is; a lease adds to it (below).
@@ -222,13 +289,12 @@ for _ = 1, nreq do
   end
 
   if not here then
-    out[o + 1], out[o + 2] = -1, 0
-    o = o + 2
-    for _ = 1, n do
-      o = o + 1
-      out[o] = 0
-    end
+    undecided(-1, n)
+  elseif server and pl.off then
+    undecided(-2, n)
   else
+    -- named: every window could be named at the instant decided at.
+    local named = true
     if server then
       -- Read every window first. A stored window id ahead of TIME's (Redis's
       -- clock stepped back: an NTP step, a failover to a node whose clock
@@ -269,15 +335,22 @@ for _ = 1, nreq do
           cnt[i] = -1
         end
         if ws[i] ~= nil then
-          local start = ws[i] * wms[i]
+          local start = ws[i] -- a calendar window's id is its start
+          if not pl.cal[i] then
+            start = ws[i] * wms[i]
+          end
           if start > tnow and start - tnow <= shortest and start > now then
             now = start
           end
         end
       end
       for i = 1, n do
-        local id = math.floor(now / wms[i])
-        ends[i] = (id + 1) * wms[i]
+        local id, e = window(pl, i, now)
+        if id == nil then
+          named = false -- moved past the calendar windows sent
+          break
+        end
+        ends[i] = e
         if not found[i] or ws[i] ~= nil and ws[i] ~= id then
           cnt[i] = 0
           fresh[i] = id
@@ -296,89 +369,95 @@ for _ = 1, nreq do
         local c = count(v)
         found[i] = c ~= nil
         cnt[i] = c or 0
-        ends[i] = (math.floor(now / wms[i]) + 1) * wms[i]
+        if not pl.cal[i] then -- a calendar window's end was sent
+          ends[i] = (math.floor(now / wms[i]) + 1) * wms[i]
+        end
       end
     end
 
-    local allowed = true
-    for i = 1, n do
-      local c = cnt[i]
-      if cost > lim[i] or c < 0 or c > lim[i] - cost then
-        allowed = false
-      end
-    end
-
-    -- The lease: what every window can spare after this request.
-    local granted = 0
-    if allowed and not peek and want > 0 then
-      granted = want
-      for i = 1, n do
-        granted = math.min(granted, lim[i] - cnt[i] - cost)
-      end
-      if granted > 0 then
-        costArg = cost + granted
-      else
-        granted = 0
-      end
-    end
-    costArg = costArg or cost
-
-    if not peek then
-      -- A key found with no expiry (a foreign PERSIST, a restore) is
-      -- looked for only where one matters: a refusal, which is how a bare
-      -- key would lock its client out (a full or corrupt count that never
-      -- ends), and an admission that takes a window's count across a
-      -- power of two (to 1, 2, 4, 8, ...), so that a bare key never
-      -- refused is still repaired once it has taken as many admissions
-      -- again as it had, and does not outlive its window for ever. That
-      -- is a PTTL per window every log2(limit) admissions instead of one
-      -- per admission. A fresh window (clock "s") is given its expiry
-      -- anyway.
-      local charged = cost + granted
+    if not named then
+      undecided(-2, n)
+    else
+      local allowed = true
       for i = 1, n do
         local c = cnt[i]
-        if found[i] and (not allowed or fresh[i] == nil and (c + charged >= 2147483648
-              or bit.bxor(c, c + charged) > c))
-            and redis.call('PTTL', K[k + i - 1]) == -1 then
-          bare[i] = true
+        if cost > lim[i] or c < 0 or c > lim[i] - cost then
+          allowed = false
         end
       end
-      for i = 1, n do
-        local key = K[k + i - 1]
-        if server then
-          if allowed and fresh[i] ~= nil then
-            redis.call('HSET', key, 'w', fresh[i], 'c', costArg)
-            redis.call('PEXPIREAT', key, ends[i] + margin)
-          else
-            if allowed then
-              redis.call('HINCRBY', key, 'c', costArg)
-            end
-            if bare[i] then
-              redis.call('PEXPIREAT', key, ends[i] + margin)
-            end
-          end
-        else
-          local ttl = ends[i] - now + margin
-          if allowed and not found[i] then
-            redis.call('SET', key, costArg, 'PX', ttl)
-            known[key] = cost + granted
-          else
-            if allowed then
-              known[key] = redis.call('INCRBY', key, costArg)
-            end
-            if bare[i] then
-              redis.call('PEXPIRE', key, ttl)
-            end
-          end
-        end
-      end
-    end
 
-    out[o + 1], out[o + 2] = allowed and 1 + granted or 0, server and now or 0
-    o = o + 2
-    for i = 1, n do
-      o = o + 1
-      out[o] = cnt[i]
+      -- The lease: what every window can spare after this request.
+      local granted = 0
+      if allowed and not peek and want > 0 then
+        granted = want
+        for i = 1, n do
+          granted = math.min(granted, lim[i] - cnt[i] - cost)
+        end
+        if granted > 0 then
+          costArg = cost + granted
+        else
+          granted = 0
+        end
+      end
+      costArg = costArg or cost
+
+      if not peek then
+        -- A key found with no expiry (a foreign PERSIST, a restore) is
+        -- looked for only where one matters: a refusal, which is how a bare
+        -- key would lock its client out (a full or corrupt count that never
+        -- ends), and an admission that takes a window's count across a
+        -- power of two (to 1, 2, 4, 8, ...), so that a bare key never
+        -- refused is still repaired once it has taken as many admissions
+        -- again as it had, and does not outlive its window for ever. That
+        -- is a PTTL per window every log2(limit) admissions instead of one
+        -- per admission. A fresh window (clock "s") is given its expiry
+        -- anyway.
+        local charged = cost + granted
+        for i = 1, n do
+          local c = cnt[i]
+          if found[i] and (not allowed or fresh[i] == nil and (c + charged >= 2147483648
+                or bit.bxor(c, c + charged) > c))
+              and redis.call('PTTL', K[k + i - 1]) == -1 then
+            bare[i] = true
+          end
+        end
+        for i = 1, n do
+          local key = K[k + i - 1]
+          if server then
+            if allowed and fresh[i] ~= nil then
+              redis.call('HSET', key, 'w', fresh[i], 'c', costArg)
+              redis.call('PEXPIREAT', key, ends[i] + margin)
+            else
+              if allowed then
+                redis.call('HINCRBY', key, 'c', costArg)
+              end
+              if bare[i] then
+                redis.call('PEXPIREAT', key, ends[i] + margin)
+              end
+            end
+          else
+            local ttl = ends[i] - now + margin
+            if allowed and not found[i] then
+              redis.call('SET', key, costArg, 'PX', ttl)
+              known[key] = cost + granted
+            else
+              if allowed then
+                known[key] = redis.call('INCRBY', key, costArg)
+              end
+              if bare[i] then
+                redis.call('PEXPIRE', key, ttl)
+              end
+            end
+          end
+        end
+      end
+
+      out[o + 1], out[o + 2] = allowed and 1 + granted or 0, server and now or 0
+      o = o + 2
+      for i = 1, n do
+        o = o + 1
+        out[o] = cnt[i]
+      end
     end
   end
   k = k + n

@@ -15,14 +15,19 @@ type limiterModel struct {
 	lim   *limiter.Limiter
 	store *limiter.MemoryStore
 	clock *limitertest.Clock
+	base  time.Time // the instant of the pattern's 0 s
 }
 
 func newFixedWindow(cfg Config, keys int) (Model, error) {
-	p, err := limiter.NewPolicy("sim-fixed-window", limiter.Rate{Limit: cfg.Limit, Window: cfg.Window})
+	r, err := cfg.longRate()
+	if err != nil {
+		return nil, err
+	}
+	p, err := limiter.NewPolicy("sim-fixed-window", r)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return newLimiterModel(p, keys)
+	return newLimiterModel(p, keys, cfg.base())
 }
 
 // newLimiterModel builds a limiter for p whose store holds every counter
@@ -30,8 +35,8 @@ func newFixedWindow(cfg Config, keys int) (Model, error) {
 // unevenly, and room for one counter per key and window. A store that
 // evicted would hand clients fresh budgets and falsify the table; Allow
 // checks that it never did.
-func newLimiterModel(p *limiter.Policy, keys int) (*limiterModel, error) {
-	clock := limitertest.New(time.Unix(0, 0))
+func newLimiterModel(p *limiter.Policy, keys int, base time.Time) (*limiterModel, error) {
+	clock := limitertest.New(base)
 	store, err := limiter.NewMemoryStore(
 		limiter.WithShards(1),
 		limiter.WithMaxKeys(max(keys*p.NumRates(), limiter.MaxWindows)),
@@ -45,11 +50,11 @@ func newLimiterModel(p *limiter.Policy, keys int) (*limiterModel, error) {
 		store.Close()
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return &limiterModel{lim: lim, store: store, clock: clock}, nil
+	return &limiterModel{lim: lim, store: store, clock: clock, base: base}, nil
 }
 
 func (m *limiterModel) Allow(ctx context.Context, key string, at time.Duration) (bool, error) {
-	m.clock.Set(time.Unix(0, 0).Add(at))
+	m.clock.Set(m.base.Add(at))
 	d, err := m.lim.Allow(ctx, key, 1)
 	if err != nil {
 		return false, err

@@ -13,8 +13,8 @@ import (
 const LayeredParts = 5
 
 // LayeredRates returns the two rates of the layered limiter for cfg: the
-// long rate cfg.Limit per cfg.Window, and a short rate of
-// ceil(cfg.Limit/5) per cfg.Window/5.
+// long rate cfg.Limit per cfg.Window (or per cfg's calendar period), and
+// a short rate of ceil(cfg.Limit/5) per cfg.Window/5.
 //
 // The short limit rounds up, never down: rounded down (12/5 → 2), five
 // short windows would admit 10 < 12 per long window and the long limit
@@ -33,7 +33,9 @@ func LayeredRates(cfg Config) (long, short limiter.Rate, err error) {
 		return long, short, fmt.Errorf("%w: layered needs a window that splits into %d whole milliseconds; %v does not (use a multiple of %dms)",
 			ErrInvalidConfig, LayeredParts, cfg.Window, LayeredParts)
 	}
-	long = limiter.Rate{Limit: cfg.Limit, Window: cfg.Window}
+	if long, err = cfg.longRate(); err != nil {
+		return long, short, err
+	}
 	short = limiter.Rate{Limit: (cfg.Limit + LayeredParts - 1) / LayeredParts, Window: cfg.Window / LayeredParts}
 	return long, short, nil
 }
@@ -47,7 +49,7 @@ func newLayered(cfg Config, keys int) (Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return newLimiterModel(p, keys)
+	return newLimiterModel(p, keys, cfg.base())
 }
 
 // LayeredBound returns the most requests a layered fixed-window limiter
@@ -91,4 +93,19 @@ func LayeredBound(long, short limiter.Rate) int64 {
 		worst = max(worst, capped(m-j)+capped(j+1))
 	}
 	return worst
+}
+
+// CalendarLayeredBound returns the most requests the layered limiter with
+// a calendar long window (L per day, week or month of a zone) and short
+// rate S per w can admit for one key inside any half-open span of length
+// span = m·w: min(2L, (m+1)·S). Such a span touches at most m+1 short
+// windows and, being shorter than a day, at most two calendar windows,
+// each holding at most L. LayeredBound's finer formula assumes the long
+// boundary falls on a short one; a calendar boundary is a whole second,
+// inside a short window that does not divide a second, whose S it then
+// shares between the two days, so only the coarser bound holds for
+// every w.
+func CalendarLayeredBound(long, short limiter.Rate, span time.Duration) int64 {
+	m := int64(span / short.Window)
+	return min(2*long.Limit, (m+1)*short.Limit)
 }

@@ -10,7 +10,8 @@ import (
 // A Model decides requests of a pattern in time order.
 type Model interface {
 	// Allow decides one request of key at instant at (an offset from the
-	// Unix epoch). Instants never decrease from one call to the next.
+	// Config's Start, the Unix epoch by default). Instants never decrease
+	// from one call to the next.
 	Allow(ctx context.Context, key string, at time.Duration) (bool, error)
 	// Close releases what the model holds.
 	Close() error
@@ -42,9 +43,13 @@ func New(name string, cfg Config, keys int) (Model, error) {
 		return newFixedWindow(cfg, keys)
 	case Layered:
 		return newLayered(cfg, keys)
-	case SlidingLog:
-		return newSlidingLog(cfg), nil
-	case TokenBucket:
+	case SlidingLog, TokenBucket:
+		if cfg.Calendar != "" {
+			return nil, fmt.Errorf("%w: %s has no calendar: it counts per window, not per %s", ErrInvalidConfig, name, cfg.Calendar)
+		}
+		if name == SlidingLog {
+			return newSlidingLog(cfg), nil
+		}
 		return newTokenBucket(cfg), nil
 	}
 	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownLimiter, name, strings.Join(Names(), ", "))

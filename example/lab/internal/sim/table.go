@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"time"
 )
 
 // WriteTable writes the lab's table of results: a line naming the pattern
@@ -41,19 +42,27 @@ func WriteTable(w io.Writer, p *Pattern, cfg Config, results []Result) error {
 		if err != nil {
 			return err
 		}
+		per, bound := ShortDuration(long.Window), LayeredBound(long, short)
+		if cfg.Calendar != "" {
+			per, bound = cfg.perLong(), CalendarLayeredBound(long, short, cfg.Window)
+		}
 		fmt.Fprintf(bw, "\nlayered is %d per %s and %d per %s: at most %d in any %s per key\n",
-			long.Limit, ShortDuration(long.Window), short.Limit, ShortDuration(short.Window),
-			LayeredBound(long, short), ShortDuration(cfg.Window))
+			long.Limit, per, short.Limit, ShortDuration(short.Window), bound, ShortDuration(cfg.Window))
 	}
 	return bw.Flush()
 }
 
 // Caption describes a run in one line: "pattern edge: 20 requests, limit 10
-// per second".
+// per second", and when the pattern starts at an instant of its own,
+// "from 2026-03-28T23:59:59+01:00".
 func Caption(p *Pattern, cfg Config) string {
-	if keys := p.Keys(); keys > 1 {
-		return fmt.Sprintf("pattern %s: %d requests from %d keys, limit %d per %s per key",
-			p.Name, len(p.Requests), keys, cfg.Limit, per(cfg.Window))
+	from := ""
+	if !cfg.Start.IsZero() {
+		from = ", from " + cfg.Start.Format(time.RFC3339Nano)
 	}
-	return fmt.Sprintf("pattern %s: %d requests, limit %d per %s", p.Name, len(p.Requests), cfg.Limit, per(cfg.Window))
+	if keys := p.Keys(); keys > 1 {
+		return fmt.Sprintf("pattern %s: %d requests from %d keys, limit %d per %s per key%s",
+			p.Name, len(p.Requests), keys, cfg.Limit, cfg.perLong(), from)
+	}
+	return fmt.Sprintf("pattern %s: %d requests, limit %d per %s%s", p.Name, len(p.Requests), cfg.Limit, cfg.perLong(), from)
 }
