@@ -74,8 +74,9 @@ const (
 type Event struct {
 	Kind EventKind
 	// Node names the destination of a HealthChanged: a server's address
-	// (a single node, a Cluster master, a Ring shard), "cluster" for the
-	// calls go-redis routes by slot, "client" on the Plain path.
+	// (a single node, a Cluster master, a Ring shard), "client" on the
+	// Plain path. On a Cluster the calls go-redis routes by slot count for
+	// the master the slot map names.
 	Node string
 	// From and To are the health before and after a HealthChanged.
 	From, To Health
@@ -220,7 +221,14 @@ func (s *Store) Health() map[string]Health {
 // do. Every other error reply (OOM, NOPERM, ...) is an answer: it fails
 // its decisions, named for what it is, and leaves the breaker closed, so
 // that the reason stays visible instead of "circuit breaker open".
-var outagePrefixes = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS"}
+//
+// CLUSTERDOWN and TRYAGAIN are answers too: they tell a slot's state (the
+// cluster lost a master and serves none of its slots, or none at all
+// under cluster-require-full-coverage; a slot mid-migration), not the
+// answering server's, which answered at once and serves its other slots.
+// Counted, they opened the breaker of a master whose own slots were fine
+// once the cluster was whole again, for the breaker's open time.
+var outagePrefixes = []string{"LOADING", "READONLY", "MASTERDOWN", "BUSY", "NOREPLICAS"}
 
 // isOutage tells failures of Redis (network, timeout, a server not ready
 // to serve) from answers that report an error: only the former open the

@@ -35,6 +35,9 @@ type Store struct {
 	// dests holds a dest per server (or routing client) decisions have
 	// gone to, keyed by its client: each with its own breaker.
 	dests sync.Map
+	// declared: every call declares its keys, one client key per call
+	// (declared.go).
+	declared atomic.Bool
 
 	fallback   *limiter.MemoryStore        // WithFailLocal only
 	fbPolicies policyMemo[*limiter.Policy] // each policy at limit/divisor
@@ -62,7 +65,8 @@ type counters struct {
 type Stats struct {
 	// RoundTrips is the number of script calls sent to Redis (one call
 	// carries the decisions of a round for one server: the single node, a
-	// Cluster master, a Ring shard).
+	// Cluster master, a Ring shard; for one client key when every key is
+	// declared).
 	RoundTrips uint64
 	// Decisions is the number of decisions made by Redis.
 	Decisions uint64
@@ -129,7 +133,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if s.path == pathByClient {
 		s.path = pathFor(client)
 	}
-	r, slots := s.newRouter()
+	r := s.newRouter()
 	size, inFlight, pool := cfg.batchSize, cfg.batchInFlight, poolSize(client)
 	if pool <= 0 {
 		pool = maxRoundsUnknownPool
@@ -156,8 +160,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if s.path == pathPlain { // rounds of one, as many as the pools hold
 		size, inFlight = 1, max(pool, 1)
 	}
-	s.batch = newBatcher(s, takeScript{s}, r, slots, size, inFlight, pool)
-	s.slotBatch = newBatcher(s, slotScript{}, r, slots, size, inFlight, pool)
+	s.declared.Store(readsReplicas(client))
+	s.batch = newBatcher(s, takeScript{s}, r, size, inFlight, pool)
+	s.slotBatch = newBatcher(s, slotScript{}, r, size, inFlight, pool)
 	s.id = newStoreID()
 	s.held.init(s)
 	s.checkMemoryPolicy()
