@@ -46,6 +46,10 @@ func TestClusterMasterKilled(t *testing.T) {
 		// calls' requests are sent again, a call per key, which go-redis
 		// routes (through one breaker for all slots before).
 		{"full_coverage", 4, 8, false, "yes", nil},
+		// Calls per key only: CLUSTERDOWN is each call's answer, which
+		// opened the breakers of the surviving masters when it counted as
+		// an outage.
+		{"full_coverage_declared_keys", 4, 8, false, "yes", []Option{WithDeclaredKeys()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			masterKilled(t, tc.replicas, tc.callers, tc.oneKeyEach, tc.fullCoverage, tc.opts...)

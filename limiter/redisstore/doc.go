@@ -150,7 +150,11 @@
 // charged nothing there and sent again at once in a call that follows
 // MOVED and ASK (Stats.Resent). A client that reads from replicas
 // (ReadOnly, RouteByLatency, RouteRandomly) makes one call per client
-// key, its keys declared, routed by go-redis. On a *redis.Ring, one call per shard the Ring
+// key, its keys declared, routed by go-redis. So does every client once
+// a server has refused a call for its keys (DragonflyDB refuses
+// undeclared keys; proxies that route a script by its first key cannot
+// route a call with none), or from the start with WithDeclaredKeys: see
+// the KeysDeclared event. On a *redis.Ring, one call per shard the Ring
 // routes their keys to; a shard that is down fails its decisions until
 // the Ring's heartbeat takes it out. When the round trip is long beside
 // the timeout, more rounds start for a burst, up to the pool's

@@ -21,7 +21,8 @@ import (
 // when every key must be declared (Store.declared) or the dest is the
 // Plain path's client; the dests are sent in parallel, each through its
 // own breaker, whichever way its calls go. NOSCRIPT, TRYAGAIN, MOVED and
-// ASK, resends and the accounting of failures are handled here, once.
+// ASK, resends, refusals and the accounting of failures are handled
+// here, once.
 //
 // A Cluster master's call is a node call: it declares no key, so Redis
 // neither redirects it nor runs it under another node's ASKING, and the
@@ -35,6 +36,16 @@ import (
 // map names: the first that call reaches. A failed call to a Cluster
 // master has the client reload its slot map. No script call is ever
 // sent twice after a network error (call.go).
+//
+// Some hosts refuse, before running it, a call that declares no key or
+// the keys of many client keys (isRefusal): DragonflyDB refuses
+// undeclared keys; a proxy that routes a script by its first declared
+// key (Envoy's Redis proxy, twemproxy, managed services' proxies) cannot
+// route a node call, and a Cluster behind one answers CROSSSLOT to a
+// call whose keys span slots. The round sends such a call's requests again, a call per
+// client key with its keys declared, as it does those found off their
+// master, and from then on the store sends every call that way
+// (Store.declare, declared.go).
 
 // roundBuf holds one loop's buffers, reused round after round.
 type roundBuf struct {
@@ -120,8 +131,9 @@ func (b *batcher) round(live []*call, deadline time.Time, buf *roundBuf) time.Du
 }
 
 // deliver hands each call of g its result, except those a node call found
-// off its master, which it returns (never from calls per key: see exec);
-// answered reports whether any call of g was answered.
+// off its master and those of a call refused for its keys, which it
+// returns (never from calls per key: see exec); answered reports whether
+// any call of g was answered.
 func deliver(g *group, answered *bool) (moved []*call) {
 	for i := range g.cmds {
 		sc := &g.cmds[i]
@@ -310,9 +322,12 @@ func (b *batcher) sendGroup(ctx context.Context, g *group) {
 // exec sends g's calls and reads their replies. A call answered NOSCRIPT
 // is sent again as EVAL, and one answered TRYAGAIN (its keys split
 // mid-migration; it ran nowhere) again after a pause, together in the
-// next pass. A failed call to a Cluster master has
-// the client reload its slot map, as go-redis does for the commands it
-// routes itself, so the next rounds go where the slots now live.
+// next pass. A call refused for the keys it declares (none, or many
+// client keys': isRefusal) ran nowhere: its requests come back as if
+// found elsewhere, for the round to send again per key, and the store
+// declares every key from then on. A failed call to a Cluster master
+// has the client reload its slot map, as go-redis does for the commands
+// it routes itself, so the next rounds go where the slots now live.
 func (b *batcher) exec(ctx context.Context, g *group) {
 	s, d := b.s, g.d
 	via, raw := d.p, d.one
@@ -356,6 +371,12 @@ func (b *batcher) exec(ctx context.Context, g *group) {
 		case sc.err == nil:
 			sc.err = b.script.parse(sc, g.node())
 			sc.read = sc.err == nil
+		case !g.perKey && (g.node() || manyKeys(sc.calls)) && isRefusal(sc.err):
+			s.declare(d.name, sc.err)
+			for k := range sc.res {
+				sc.res[k].elsewhere = true
+			}
+			sc.err, sc.read = nil, true
 		default:
 			failed = true
 		}
@@ -363,6 +384,17 @@ func (b *batcher) exec(ctx context.Context, g *group) {
 	if cr, ok := b.router.(clusterRouter); ok && failed {
 		cr.c.ReloadState(ctx)
 	}
+}
+
+// manyKeys reports whether calls, one or more, are for more than one
+// client key.
+func manyKeys(calls []*call) bool {
+	for _, c := range calls[1:] {
+		if c.req.Key != calls[0].req.Key {
+			return true
+		}
+	}
+	return false
 }
 
 // pipeline sends calls in one pipeline of p, which routes each.
