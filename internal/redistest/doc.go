@@ -1,6 +1,7 @@
 // Package redistest runs real Redis servers for tests: the shared one at
 // 127.0.0.1:6379, throwaway redis-server processes on free loopback ports,
-// a three-master Redis Cluster, and a TCP proxy that delays traffic. Every
+// a three-master Redis Cluster, a TCP proxy that delays traffic, and a
+// RESP proxy that refuses script calls declaring no key (KeyProxy). Every
 // process and listener it starts is stopped by t.Cleanup. There is no fake:
 // a test that needs Redis and finds none fails (under CI=true and
 // elsewhere), it never skips.

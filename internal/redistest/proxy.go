@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,33 +12,21 @@ import (
 // client) or dropping replies (a connection reset after the server ran the
 // command).
 type Proxy struct {
-	l      net.Listener
-	target string
-	delay  atomic.Int64
-	drops  atomic.Int64 // replies still to drop
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
-	closed bool
+	*relay
+	delay atomic.Int64
+	drops atomic.Int64 // replies still to drop
 }
 
 // StartProxy listens on a free loopback port and forwards to target. It
 // stops, closing every connection, when the test ends.
 func StartProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("redistest: proxy listen: %v", err)
-	}
-	p := &Proxy{l: l, target: target}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.Close)
+	p := &Proxy{}
+	p.relay = startRelay(t, target, func(c, s net.Conn) (func(), func()) {
+		return func() { p.pipe(s, c, false) }, func() { p.pipe(c, s, true) }
+	})
 	return p
 }
-
-// Addr returns the proxy's address.
-func (p *Proxy) Addr() string { return p.l.Addr().String() }
 
 // SetDelay sets how long each reply is held before it is passed on.
 func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
@@ -50,43 +37,8 @@ func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 // network path fails between the two.
 func (p *Proxy) DropReplies(n int) { p.drops.Store(int64(n)) }
 
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		if !p.track(c, s) {
-			return
-		}
-		p.wg.Add(2)
-		go p.pipe(s, c, false)
-		go p.pipe(c, s, true)
-	}
-}
-
-func (p *Proxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		for _, c := range cs {
-			c.Close()
-		}
-		return false
-	}
-	p.conns = append(p.conns, cs...)
-	return true
-}
-
 // pipe copies from src to dst; replies (delayed true) wait for the delay.
 func (p *Proxy) pipe(dst, src net.Conn, delayed bool) {
-	defer p.wg.Done()
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
@@ -111,21 +63,4 @@ func (p *Proxy) pipe(dst, src net.Conn, delayed bool) {
 			return
 		}
 	}
-}
-
-// Close stops the proxy and waits for its goroutines.
-func (p *Proxy) Close() {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.closed = true
-	conns := p.conns
-	p.mu.Unlock()
-	p.l.Close()
-	for _, c := range conns {
-		c.Close()
-	}
-	p.wg.Wait()
 }

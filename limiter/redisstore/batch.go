@@ -31,7 +31,6 @@ type batcher struct {
 	s      *Store
 	script script // what the rounds send: decisions, or slots
 	router router
-	slots  *dest // a Cluster's slot calls, for decisions found off their master
 	mu     sync.Mutex
 	queue  []*call
 	// running counts the rounds in flight, lingering those of them not
@@ -57,8 +56,8 @@ type call struct {
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-func newBatcher(s *Store, sc script, r router, slots *dest, size, inFlight, pool int) *batcher {
-	return &batcher{s: s, script: sc, router: r, slots: slots, size: size,
+func newBatcher(s *Store, sc script, r router, size, inFlight, pool int) *batcher {
+	return &batcher{s: s, script: sc, router: r, size: size,
 		inFlight: min(inFlight, pool), maxInFlight: pool}
 }
 

@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -446,7 +448,8 @@ func TestClusterNodeCallMidMigration(t *testing.T) {
 // replicas (ReadOnly, RouteByLatency, RouteRandomly) opens its
 // connections with READONLY, on which a demoted master would answer a
 // node call's probe instead of redirecting it; its batches make one call
-// per slot, which go-redis routes.
+// per client key, which go-redis routes, each through its master's
+// breaker: Health names the masters.
 func TestClusterReadOnlyClientSlotCalls(t *testing.T) {
 	cl := redistest.SharedCluster(t)
 	admin := cl.Client(t)
@@ -468,7 +471,7 @@ func TestClusterReadOnlyClientSlotCalls(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newStore(t, cl.Client(t, set), WithPrefix(testPrefix(t)))
-			if isClusterRouter(s) {
+			if !s.declared.Load() {
 				t.Fatal("node calls on a client that reads from replicas")
 			}
 			var reqs []limiter.Request
@@ -481,8 +484,37 @@ func TestClusterReadOnlyClientSlotCalls(t *testing.T) {
 				}
 			}
 			if st := s.Stats(); st.RoundTrips != uint64(len(keys)) {
-				t.Errorf("%d script calls for %d slots on %d masters, want one per slot", st.RoundTrips, len(keys), len(cl.Nodes))
+				t.Errorf("%d script calls for %d keys on %d masters, want one per key", st.RoundTrips, len(keys), len(cl.Nodes))
+			}
+			masters := map[string]Health{}
+			for _, n := range cl.Nodes {
+				masters[n.Addr()] = Healthy
+			}
+			if h := s.Health(); !maps.Equal(h, masters) {
+				t.Errorf("health %v, want the masters' %v", h, masters)
 			}
 		})
+	}
+}
+
+// TestClusterNoSlotMap: a Cluster client that has reached no node has no
+// slot map, so no master for any key: each decision fails within the
+// timeout with go-redis's error, named, and Health names no server, as
+// none was sent to.
+func TestClusterNoSlotMap(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true})
+	defer c.Close()
+	s := newStore(t, c, WithTimeout(timeout))
+	p := limiter.MustPolicy("noslotmap", limiter.PerMinute(5))
+	for i := range 3 {
+		start := time.Now()
+		_, err := s.Take(context.Background(), limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1})
+		if took := time.Since(start); !errors.Is(err, ErrUnavailable) || reasonOf(err) != "timeout" || took > timeout+slack {
+			t.Errorf("decision %d: %v (reason %q) in %v; want ErrUnavailable, timeout, within %v", i, err, reasonOf(err), took, timeout+slack)
+		}
+	}
+	if h := s.Health(); len(h) != 0 {
+		t.Errorf("health %v, want no server", h)
 	}
 }

@@ -3,7 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,36 +15,59 @@ import (
 
 // TestClusterMasterKilled: on three masters with a replica each, kill -9
 // of one master under load from four replicas of the application fails
-// at most 1% of the decisions for keys on the two surviving masters
-// (each master has its own breaker, and a round delivers each master's
-// answers as they come); no window admits more than its limit, and once
-// the replica is promoted every window is exact again. The cluster keeps
-// serving the surviving masters' slots (cluster-require-full-coverage
-// no); a CLUSTERDOWN would be Redis's own answer and is not counted.
-// Before, a dead master opened the one breaker of the store, and 16% of
-// the survivors' decisions failed.
+// at most 1% of the decisions for keys on the two surviving masters, none
+// of them by an open breaker (each master has its own breaker, every call
+// counts for a master, CLUSTERDOWN opens none, and a round delivers each
+// master's answers as they come); no window admits more than its limit,
+// and once the replica is promoted every window is exact again. With
+// cluster-require-full-coverage no the cluster keeps serving the
+// surviving masters' slots; with yes (Redis's default) every node
+// answers CLUSTERDOWN from the master's failure to the promotion: Redis's
+// own answer, not counted. Before, a dead master opened the one breaker
+// of the store, and 16% of the survivors' decisions failed; then, under
+// full coverage, CLUSTERDOWN opened the one breaker of the calls go-redis
+// routed by slot, and 20 to 32% failed.
 func TestClusterMasterKilled(t *testing.T) {
 	for _, tc := range []struct {
 		name              string
 		replicas, callers int // callers per replica
 		oneKeyEach        bool
+		fullCoverage      string // cluster-require-full-coverage
+		opts              []Option
 	}{
 		// Many keys per caller: every round mixes every master's keys.
-		{"mixed_keys", 4, 8, false},
+		{"mixed_keys", 4, 8, false, "no", nil},
 		// A key per caller, two of six on the dead master: small rounds,
 		// some with only the dead master's keys (which opened the one
 		// breaker of the store before).
-		{"one_key_per_caller", 1, 6, true},
+		{"one_key_per_caller", 1, 6, true, "no", nil},
+		// Redis's default: from the master's failure until the promotion
+		// every node answers CLUSTERDOWN for every slot, and the node
+		// calls' requests are sent again, a call per key, which go-redis
+		// routes (through one breaker for all slots before).
+		{"full_coverage", 4, 8, false, "yes", nil},
+		// Calls per key only: CLUSTERDOWN is each call's answer, which
+		// opened the breakers of the surviving masters when it counted as
+		// an outage.
+		{"full_coverage_declared_keys", 4, 8, false, "yes", []Option{WithDeclaredKeys()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			masterKilled(t, tc.replicas, tc.callers, tc.oneKeyEach)
+			masterKilled(t, tc.replicas, tc.callers, tc.oneKeyEach, tc.fullCoverage, tc.opts...)
 		})
 	}
 }
 
-func masterKilled(t *testing.T, replicas, callers int, oneKeyEach bool) {
+// failed tallies the failures of one reason: how many, the first's
+// text, and when the first and the last came after the kill.
+type failed struct {
+	n           int
+	example     string
+	first, last time.Duration
+}
+
+func masterKilled(t *testing.T, replicas, callers int, oneKeyEach bool, fullCoverage string, opts ...Option) {
 	const limit = 40
-	cl := redistest.StartClusterWithReplicas(t, 1000, "--cluster-require-full-coverage", "no")
+	cl := redistest.StartClusterWithReplicas(t, 1000, "--cluster-require-full-coverage", fullCoverage)
 	prefix := testPrefix(t)
 	p := limiter.MustPolicy("kill", limiter.PerSecond(limit))
 	var (
@@ -76,9 +99,21 @@ func masterKilled(t *testing.T, replicas, callers int, oneKeyEach bool) {
 		}
 		keys = append(dead[:2], alive[:callers-2]...)
 	}
+	// The servers HealthChanged events name: every one a node's address.
+	var (
+		evMu   sync.Mutex
+		health = map[string]bool{}
+	)
+	observe := func(e Event) {
+		if e.Kind == HealthChanged {
+			evMu.Lock()
+			health[e.Node] = true
+			evMu.Unlock()
+		}
+	}
 	var limiters []*limiter.Limiter
 	for range replicas {
-		s, err := New(cl.Client(t), WithPrefix(prefix), WithOverLimitCache(0))
+		s, err := New(cl.Client(t), append([]Option{WithPrefix(prefix), WithOverLimitCache(0), WithObserver(observe)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,9 +130,9 @@ func masterKilled(t *testing.T, replicas, callers int, oneKeyEach bool) {
 		mu            sync.Mutex
 		windows       = map[string]map[int64]*tally{} // key → window id → tally
 		live, liveErr int
-		firstErrs     []string
-		killed        atomic.Int64 // Unix ns of the kill
-		recovered     atomic.Int64 // Unix ns of the first decision on the dead master's keys after it
+		failures      = map[string]*failed{} // the survivors' failures by reason
+		killed        atomic.Int64           // Unix ns of the kill
+		recovered     atomic.Int64           // Unix ns of the first decision on the dead master's keys after it
 		stop          atomic.Bool
 		wg            sync.WaitGroup
 		// Closed when every caller has had warmDecisions decided, when
@@ -164,10 +199,20 @@ func masterKilled(t *testing.T, replicas, callers int, oneKeyEach bool) {
 					}
 					if after && !onDead[k] && recovered.Load() == 0 {
 						live++
-						if err != nil && !strings.Contains(err.Error(), "CLUSTERDOWN") {
-							liveErr++
-							if len(firstErrs) < 5 {
-								firstErrs = append(firstErrs, err.Error())
+						if err != nil {
+							r := reasonOf(err)
+							if r == "" {
+								r = err.Error()
+							}
+							f := failures[r]
+							if f == nil {
+								f = &failed{example: err.Error(), first: now.Sub(time.Unix(0, killed.Load()))}
+								failures[r] = f
+							}
+							f.n++
+							f.last = now.Sub(time.Unix(0, killed.Load()))
+							if r != "cluster_down" {
+								liveErr++
 							}
 						}
 					}
@@ -216,11 +261,27 @@ func masterKilled(t *testing.T, replicas, callers int, oneKeyEach bool) {
 		t.Fatalf("the dead master's keys were never decided again in 20 s; cluster nodes:\n%s", nodes)
 	}
 	outage := time.Duration(rec - killed.Load())
-	t.Logf("dead master %s; its keys decided again %v after the kill; surviving masters' keys in that time: %d decisions, %d failed by the store (%.2f%%), e.g. %q",
-		victim, outage, live, liveErr, 100*float64(liveErr)/float64(max(1, live)), firstErrs)
+	t.Logf("dead master %s; its keys decided again %v after the kill; surviving masters' keys in that time: %d decisions, %d failed by the store (%.2f%%)",
+		victim, outage, live, liveErr, 100*float64(liveErr)/float64(max(1, live)))
+	for r, f := range failures {
+		t.Logf("  %s: %d from +%v to +%v, e.g. %q", r, f.n, f.first.Round(time.Millisecond), f.last.Round(time.Millisecond), f.example)
+	}
 	if live == 0 || liveErr*100 > live {
 		t.Errorf("surviving masters' keys: %d of %d decisions failed, want at most 1%%", liveErr, live)
 	}
+	if f := failures["circuit_open"]; f != nil {
+		t.Errorf("surviving masters' keys: %d decisions failed by an open breaker, want none: %s", f.n, f.example)
+	}
+	evMu.Lock()
+	for node := range health {
+		if !slices.Contains(cl.Addrs(), node) {
+			t.Errorf("a HealthChanged event names %q, not a server", node)
+		}
+	}
+	if !health[victim] {
+		t.Errorf("no HealthChanged event for the dead master %s: %v", victim, health)
+	}
+	evMu.Unlock()
 	exactFrom := time.Unix(0, rec).UnixMilli()/1000 + 1 // the first whole window after recovery
 	checked := 0
 	for k, ws := range windows {

@@ -108,11 +108,14 @@
 // Cluster master, each Ring shard) has its own circuit breaker: one that
 // keeps failing is not called, its decisions answered by the policy at
 // once, until a probe finds it back; the other servers' decisions go on.
-// Each change of health is reported to the observer (WithObserver), with
-// the server's address; Health says where the store stands, server by
-// server. Error replies that are answers (OOM, NOPERM) fail their
-// decisions without opening a breaker. Time a decision spends queued
-// under load is not counted as Redis failing.
+// On a Cluster every call counts for a master, the calls go-redis routes
+// by slot for the master the slot map names. Each change of health is
+// reported to the observer (WithObserver), with the server's address;
+// Health says where the store stands, server by server. Error replies
+// that are answers (OOM, NOPERM, and CLUSTERDOWN and TRYAGAIN, which tell
+// a slot's state, not the server's) fail their decisions without opening
+// a breaker. Time a decision spends queued under load is not counted as
+// Redis failing.
 //
 // A decision that timed out or whose context ended may still have been
 // charged: the script may have run in Redis, only its reply given up on.
@@ -146,8 +149,12 @@
 // to it, declaring no key; a decision whose slot has left that master is
 // charged nothing there and sent again at once in a call that follows
 // MOVED and ASK (Stats.Resent). A client that reads from replicas
-// (ReadOnly, RouteByLatency, RouteRandomly) makes one call per slot,
-// routed by go-redis. On a *redis.Ring, one call per shard the Ring
+// (ReadOnly, RouteByLatency, RouteRandomly) makes one call per client
+// key, its keys declared, routed by go-redis. So does every client once
+// a server has refused a call for its keys (DragonflyDB refuses
+// undeclared keys; proxies that route a script by its first key cannot
+// route a call with none), or from the start with WithDeclaredKeys: see
+// the KeysDeclared event. On a *redis.Ring, one call per shard the Ring
 // routes their keys to; a shard that is down fails its decisions until
 // the Ring's heartbeat takes it out. When the round trip is long beside
 // the timeout, more rounds start for a burst, up to the pool's

@@ -66,22 +66,30 @@ const (
 	// again). Err names the server and what to set instead. The store
 	// works all the same.
 	RiskyMemoryPolicy
+	// KeysDeclared: the server Node refused a script call for the keys it
+	// declared (none, for a Cluster master's node call; the keys of many
+	// client keys, across slots), before running it, as DragonflyDB and proxies that route
+	// by key do (Err is its refusal). Its decisions were sent again, and
+	// from now on every call declares its keys, one client key per call:
+	// more calls for the same decisions (see WithDeclaredKeys). Sent once.
+	KeysDeclared
 )
 
 // An Event is something the operator should know: a change of one
-// destination's health, a corrupt value, a risky server setting. The zero
-// Event is not sent.
+// destination's health, a corrupt value, a risky server setting, a host
+// that needs every key declared. The zero Event is not sent.
 type Event struct {
 	Kind EventKind
-	// Node names the destination of a HealthChanged: a server's address
-	// (a single node, a Cluster master, a Ring shard), "cluster" for the
-	// calls go-redis routes by slot, "client" on the Plain path.
+	// Node names the destination of a HealthChanged or a KeysDeclared: a
+	// server's address (a single node, a Cluster master, a Ring shard),
+	// "client" on the Plain path. On a Cluster the calls go-redis routes by
+	// slot count for the master the slot map names.
 	Node string
 	// From and To are the health before and after a HealthChanged.
 	From, To Health
 	// Err is the failure that made a destination Failing or opened its
-	// breaker, the corrupt value or the risky setting; nil on other
-	// changes. A failure has a method
+	// breaker, the corrupt value, the risky setting or the refusal; nil
+	// on other changes. A failure has a method
 	// Reason() string naming it (see ErrUnavailable).
 	Err error
 }
@@ -220,7 +228,14 @@ func (s *Store) Health() map[string]Health {
 // do. Every other error reply (OOM, NOPERM, ...) is an answer: it fails
 // its decisions, named for what it is, and leaves the breaker closed, so
 // that the reason stays visible instead of "circuit breaker open".
-var outagePrefixes = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS"}
+//
+// CLUSTERDOWN and TRYAGAIN are answers too: they tell a slot's state (the
+// cluster lost a master and serves none of its slots, or none at all
+// under cluster-require-full-coverage; a slot mid-migration), not the
+// answering server's, which answered at once and serves its other slots.
+// Counted, they opened the breaker of a master whose own slots were fine
+// once the cluster was whole again, for the breaker's open time.
+var outagePrefixes = []string{"LOADING", "READONLY", "MASTERDOWN", "BUSY", "NOREPLICAS"}
 
 // isOutage tells failures of Redis (network, timeout, a server not ready
 // to serve) from answers that report an error: only the former open the

@@ -35,6 +35,8 @@
 -- node that does not serve the key's slot now fails that read, and the
 -- request is answered -1 for the caller to send again in a call of its
 -- own, with its key declared, which the client routes by MOVED and ASK.
+-- A host that refuses undeclared keys refuses the first request's read,
+-- and the call ends with its error before any write.
 --
 -- Errors: a key of another type (WRONGTYPE) refuses a hold and gives back
 -- nothing, verdict 0, so that a foreign value fails closed for its key
@@ -84,6 +86,9 @@ for _ = 1, nreq do
   if nk > 0 then
     local probe = redis.pcall('EXISTS', key)
     here = type(probe) ~= 'table' or not probe.err
+    if not here and o == 0 and string.find(probe.err, 'undeclared', 1, true) then
+      return probe -- the host refuses undeclared keys, as in take.lua
+    end
   end
   if not here then
     verdict = -1

@@ -88,6 +88,7 @@ type config struct {
 	path            path
 	batchSize       int
 	batchInFlight   int
+	declared        bool
 	lease           leaseConfig
 }
 
@@ -215,6 +216,25 @@ func WithBreaker(failures int, openFor time.Duration) Option {
 // 16384); 0 disables it. A key found over its limit in a window
 // is refused locally, with no round trip, until that window ends.
 func WithOverLimitCache(n int) Option { return func(c *config) { c.cacheSize = n } }
+
+// WithDeclaredKeys sends every script call with its keys declared, the
+// decisions of one client key per call (its keys share a hash tag, so a
+// Cluster slot), from the first decision on.
+// By default the store sends one call per server for the decisions that
+// queue: on a single node (or a Ring shard) declaring the keys of many
+// slots, on a Cluster master as a node call declaring none, which
+// open-source Redis runs; a host that refuses such a call (DragonflyDB,
+// which refuses undeclared keys; a proxy that routes a script by its
+// first key, or a Cluster behind one, which answers CROSSSLOT) is found
+// by its refusal, and the store then declares every key by itself, after
+// one refused call per server. Give it for a host that would refuse, to
+// spare those calls, and for one that routes such calls without refusing
+// them: a proxy that routes a call declaring no key by its first
+// argument (Envoy's), or one that routes a call by its first key
+// whatever the others (twemproxy), whose counts would otherwise land on
+// the wrong server. It costs a call per client key instead of per server
+// (docs/redis.md).
+func WithDeclaredKeys() Option { return func(c *config) { c.declared = true } }
 
 // withBatching, for tests, sizes the rounds that concurrent decisions
 // share (New picks the sizes by measurement): at most

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,7 +42,9 @@ const defaultPingTimeout = 5 * time.Second
 //
 // A context without a deadline is given 5 s. On a Cluster every master
 // is pinged, on a Ring every shard; the probe decision goes to the one
-// its key belongs to.
+// its key belongs to. A host that refuses a script call declaring no key
+// (see WithDeclaredKeys) is asked again with a key of Ping's declared,
+// and the store declares every key from then on.
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return limiter.ErrClosed
@@ -66,7 +69,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // grant (docs/redis.md), where PING would.
 func (s *Store) pingServers(ctx context.Context) error {
 	ping := func(ctx context.Context, c *redis.Client) error {
-		if err := s.runEmpty(ctx, c); err != nil {
+		if err := s.runEmpty(ctx, c, c.Options().Addr, func() string { return s.keyOn(ctx, c) }); err != nil {
 			return fmt.Errorf("redisstore: ping %s: %w", c.Options().Addr, pingErr(err))
 		}
 		return nil
@@ -86,24 +89,76 @@ func (s *Store) pingServers(ctx context.Context) error {
 	case *redis.Ring:
 		return c.ForEachShard(ctx, ping)
 	}
-	if err := s.runEmpty(ctx, s.client); err != nil {
+	if err := s.runEmpty(ctx, s.client, "client", func() string { return s.pingKey(0) }); err != nil {
 		return fmt.Errorf("redisstore: ping: %w", pingErr(err))
 	}
 	return nil
 }
 
-// runEmpty runs take.lua with no request on c (see take.lua's
-// arguments), by EVALSHA, or EVAL when the server does not know it yet.
-// It runs under Redis's clock, whichever the store's: reading TIME is
-// all it does (the application's clock would MGET no keys, an error).
-func (s *Store) runEmpty(ctx context.Context, c redis.UniversalClient) error {
+// runEmpty runs take.lua with no request on c, named node (see take.lua's
+// arguments), by EVALSHA, or EVAL when the server does not know it yet,
+// declaring no key, or key(), one c serves, once the store declares
+// every key. A host that refuses a call declaring no key (isRefusal,
+// declared.go) is asked again declaring key(), and the store declares
+// every key from then on. It runs under Redis's clock, whichever the
+// store's: reading TIME is all it does (the application's clock would
+// MGET no keys, an error).
+func (s *Store) runEmpty(ctx context.Context, c redis.UniversalClient, node string, key func() string) error {
+	if s.declared.Load() {
+		return s.runScript(ctx, c, key())
+	}
+	err := s.runScript(ctx, c, "")
+	if isRefusal(err) {
+		s.declare(node, err)
+		err = s.runScript(ctx, c, key())
+	}
+	return err
+}
+
+// runScript runs take.lua with no request on c, declaring key unless it
+// is empty.
+func (s *Store) runScript(ctx context.Context, c redis.UniversalClient, key string) error {
 	args := []any{"evalsha", takeHash, 0, "s", 0, 0, 0, 0}
+	if key != "" {
+		args = []any{"evalsha", takeHash, 1, key, "s", 0, 0, 0, 0}
+	}
 	_, err := s.send(ctx, c, args, false)
 	if isNoScript(err) {
 		args[0], args[1] = "eval", takeSource
 		_, err = s.send(ctx, c, args, false)
 	}
 	return err
+}
+
+// maxPingKeys bounds the keys keyOn tries: a master serving one slot of
+// 16384 is found with 98% odds.
+const maxPingKeys = 1 << 16
+
+// keyOn returns a key of Ping's under the store's prefix that c, one of
+// the client's servers, serves: any key for a server of its own, one of
+// a slot c serves for a Cluster master ("" if none is found: a master
+// serving no slot).
+func (s *Store) keyOn(ctx context.Context, c *redis.Client) string {
+	cluster, ok := s.client.(*redis.ClusterClient)
+	if !ok {
+		return s.pingKey(0)
+	}
+	for i := range maxPingKeys {
+		m, err := cluster.MasterForKey(ctx, s.pingKey(i))
+		if err != nil {
+			return ""
+		}
+		if m.Options().Addr == c.Options().Addr {
+			return s.pingKey(i)
+		}
+	}
+	return ""
+}
+
+// pingKey returns the i'th key Ping may declare, under the store's
+// prefix and in a hash tag of its own.
+func (s *Store) pingKey(i int) string {
+	return s.cfg.prefix + "{" + tag(pingKey) + strconv.Itoa(i) + "}:ping"
 }
 
 // pingErr names a failed PING: a dial's error by what failed, an error

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,24 +15,37 @@ import (
 
 // One round, the same on every kind of client and for both scripts (the
 // decisions' take.lua, the in-flight slots' inflight.lua: see script):
-// the router names each
-// decision's dest; the decisions of one dest go out together, in one
-// script call to a server (a single node, a Cluster master, a Ring
-// shard) or one call per slot to a client that routes them (go-redis's
-// Cluster routing, or any client on the Plain path); the dests are sent
-// in parallel, each through its own breaker. NOSCRIPT, TRYAGAIN, MOVED and
-// ASK, resends and the accounting of failures are handled here, once.
+// the router names each decision's dest, a server; the decisions of one
+// dest go out together, in one script call to that server (a single
+// node, a Cluster master, a Ring shard), or in one call per client key
+// when every key must be declared (Store.declared) or the dest is the
+// Plain path's client; the dests are sent in parallel, each through its
+// own breaker, whichever way its calls go. NOSCRIPT, TRYAGAIN, MOVED and
+// ASK, resends, refusals and the accounting of failures are handled
+// here, once.
 //
 // A Cluster master's call is a node call: it declares no key, so Redis
 // neither redirects it nor runs it under another node's ASKING, and the
 // script touches each request's keys undeclared, which Redis allows a
 // script without flags for the slots the node serves now (take.lua). A
 // request whose slot that master no longer serves (moved, migrating, a
-// failover go-redis has not seen yet) is charged nothing there and is
-// sent again in the same round, in a call of its own for its slot with
-// its keys declared, which go-redis routes by MOVED and ASK. A failed
-// node call has the client reload its slot map. No script call is ever
+// failover go-redis has not seen yet, a cluster down) is charged nothing
+// there and is sent again in the same round, in a call of its own for
+// its client key with its keys declared (one slot), which go-redis
+// routes by MOVED and ASK, through the breaker of the master the slot
+// map names: the first that call reaches. A failed call to a Cluster
+// master has the client reload its slot map. No script call is ever
 // sent twice after a network error (call.go).
+//
+// Some hosts refuse, before running it, a call that declares no key or
+// the keys of many client keys (isRefusal): DragonflyDB refuses
+// undeclared keys; a proxy that routes a script by its first declared
+// key (Envoy's Redis proxy, twemproxy, managed services' proxies) cannot
+// route a node call, and a Cluster behind one answers CROSSSLOT to a
+// call whose keys span slots. The round sends such a call's requests again, a call per
+// client key with its keys declared, as it does those found off their
+// master, and from then on the store sends every call that way
+// (Store.declare, declared.go).
 
 // roundBuf holds one loop's buffers, reused round after round.
 type roundBuf struct {
@@ -71,7 +85,14 @@ type scriptCall struct {
 type group struct {
 	d    *dest
 	cmds []scriptCall
+	// perKey: each call holds the decisions of one client key, its keys
+	// declared (one slot), sent through d.keyed; else one call holds all
+	// of d's, a node call on a Cluster master.
+	perKey bool
 }
+
+// node reports whether g's call is a node call, declaring no key.
+func (g *group) node() bool { return g.d.node && !g.perKey }
 
 // round sends live, due by deadline, and hands each call its result as
 // soon as its dest has answered: a server slow to fail holds up only its
@@ -80,7 +101,7 @@ type group struct {
 func (b *batcher) round(live []*call, deadline time.Time, buf *roundBuf) time.Duration {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	b.build(ctx, live, buf)
+	b.build(ctx, live, buf, b.s.declared.Load())
 	var (
 		mu    sync.Mutex
 		moved []*call
@@ -100,18 +121,19 @@ func (b *batcher) round(live []*call, deadline time.Time, buf *roundBuf) time.Du
 	if len(moved) > 0 {
 		b.s.stats.resent.Add(uint64(len(moved)))
 		var again roundBuf
-		b.perSlot(b.slots, moved, &again)
+		b.build(ctx, moved, &again, true)
 		b.sendAll(ctx, again.groups, func(g *group, _ time.Duration) {
 			var answered bool
-			deliver(g, &answered) // a slot call never finds its keys elsewhere
+			deliver(g, &answered) // calls per key: none comes back
 		})
 	}
 	return took
 }
 
 // deliver hands each call of g its result, except those a node call found
-// off its master, which it returns; answered reports whether any call of
-// g was answered.
+// off its master and those of a call refused for its keys, which it
+// returns (never from calls per key: see exec); answered reports whether
+// any call of g was answered.
 func deliver(g *group, answered *bool) (moved []*call) {
 	for i := range g.cmds {
 		sc := &g.cmds[i]
@@ -133,9 +155,10 @@ func deliver(g *group, answered *bool) (moved []*call) {
 }
 
 // build routes live and builds the round's groups in buf: live is
-// reordered by dest, and by slot within a dest, arrival order kept within
-// a slot (so a key's decisions are decided in arrival order).
-func (b *batcher) build(ctx context.Context, live []*call, buf *roundBuf) {
+// reordered by dest, and by slot and key within a dest, arrival order
+// kept within a key (so a key's decisions are decided in arrival order).
+// perKey: every call holds one client key's decisions, its keys declared.
+func (b *batcher) build(ctx context.Context, live []*call, buf *roundBuf, perKey bool) {
 	buf.keys, buf.args, buf.nwin = buf.keys[:0], buf.args[:0], buf.nwin[:0]
 	buf.cmds, buf.groups = buf.cmds[:0], buf.groups[:0]
 	if cap(buf.res) < len(live) {
@@ -143,9 +166,9 @@ func (b *batcher) build(ctx context.Context, live []*call, buf *roundBuf) {
 	}
 	buf.res = buf.res[:len(live)]
 	clear(buf.res)
-	if r, ok := b.router.(oneDest); ok && r.d.server {
+	if r, ok := b.router.(oneDest); ok && r.d.one && !perKey {
 		// One server: one call (the common case, with nothing to sort).
-		b.appendCmd(live, buf.res, r.d.undeclared, buf)
+		b.appendCmd(live, buf.res, false, buf)
 		buf.groups = append(buf.groups, group{d: r.d, cmds: buf.cmds})
 		return
 	}
@@ -153,26 +176,38 @@ func (b *batcher) build(ctx context.Context, live []*call, buf *roundBuf) {
 	for _, c := range live {
 		pl = append(pl, placed{slot: requestSlot(c.req.Key), c: c})
 	}
-	// Slot order first, so that each slot's dest is looked up once. A
-	// Ring hashes the whole tag, not the slot: two keys of one slot may
-	// live on two shards, so there only the same key shares a lookup.
-	slices.SortStableFunc(pl, func(x, y placed) int { return cmp.Compare(x.slot, y.slot) })
+	// Slot and key order first, so that each slot's dest is looked up
+	// once. A Ring hashes the whole tag, not the slot: two keys of one
+	// slot may live on two shards, so there only the same key shares a
+	// lookup. A router's error concerns every key: it is asked no more.
+	slices.SortStableFunc(pl, func(x, y placed) int {
+		return cmp.Or(cmp.Compare(x.slot, y.slot), strings.Compare(x.c.req.Key, y.c.req.Key))
+	})
 	_, ring := b.router.(ringRouter)
-	var order []*dest
+	var (
+		order  []*dest
+		failed error
+	)
 	for i := range pl {
 		if i > 0 && pl[i].slot == pl[i-1].slot && (!ring || pl[i].c.req.Key == pl[i-1].c.req.Key) {
 			pl[i].d, pl[i].err, pl[i].rank = pl[i-1].d, pl[i-1].err, pl[i-1].rank
 			continue
 		}
-		pl[i].d, pl[i].err = b.router.route(ctx, pl[i].c.req.Key)
+		if pl[i].err = failed; failed == nil {
+			if pl[i].d, pl[i].err = b.router.route(ctx, pl[i].c.req.Key); pl[i].err != nil {
+				pl[i].err = named(pl[i].err)
+				failed = pl[i].err
+			}
+		}
 		if pl[i].rank = slices.Index(order, pl[i].d); pl[i].rank < 0 {
 			pl[i].rank, order = len(order), append(order, pl[i].d)
 		}
 	}
 	slices.SortStableFunc(pl, func(x, y placed) int { return cmp.Compare(x.rank, y.rank) })
 	buf.placed = pl
-	// The calls of each dest: one for a server, one per slot otherwise;
-	// then the groups, once buf.cmds has stopped moving.
+	// The calls of each dest: one for a server, unless perKey; one per
+	// client key otherwise; then the groups, once buf.cmds has stopped
+	// moving.
 	type start struct {
 		d    *dest
 		from int
@@ -180,7 +215,8 @@ func (b *batcher) build(ctx context.Context, live []*call, buf *roundBuf) {
 	var starts []start
 	for i := 0; i < len(pl); {
 		d, j := pl[i].d, i+1
-		for j < len(pl) && pl[j].d == d && (d != nil && d.server || pl[j].slot == pl[i].slot) {
+		whole := d == nil || d.one && !perKey
+		for j < len(pl) && pl[j].d == d && (whole || pl[j].c.req.Key == pl[i].c.req.Key) {
 			j++
 		}
 		for k := i; k < j; k++ {
@@ -192,7 +228,7 @@ func (b *batcher) build(ctx context.Context, live []*call, buf *roundBuf) {
 		if d == nil { // the router's error, delivered as a failed call
 			buf.cmds = append(buf.cmds, scriptCall{calls: live[i:j], res: buf.res[i:j], err: pl[i].err})
 		} else {
-			b.appendCmd(live[i:j], buf.res[i:j], d.undeclared, buf)
+			b.appendCmd(live[i:j], buf.res[i:j], d.node && !perKey, buf)
 		}
 		i = j
 	}
@@ -201,25 +237,9 @@ func (b *batcher) build(ctx context.Context, live []*call, buf *roundBuf) {
 		if k+1 < len(starts) {
 			to = starts[k+1].from
 		}
-		buf.groups = append(buf.groups, group{d: st.d, cmds: buf.cmds[st.from:to]})
+		buf.groups = append(buf.groups, group{d: st.d, cmds: buf.cmds[st.from:to],
+			perKey: st.d != nil && (perKey || !st.d.one)})
 	}
-}
-
-// perSlot builds in buf one group for d of one call per slot of calls.
-func (b *batcher) perSlot(d *dest, calls []*call, buf *roundBuf) {
-	slices.SortStableFunc(calls, func(x, y *call) int {
-		return cmp.Compare(requestSlot(x.req.Key), requestSlot(y.req.Key))
-	})
-	buf.res = make([]result, len(calls))
-	for i := 0; i < len(calls); {
-		j := i + 1
-		for j < len(calls) && requestSlot(calls[j].req.Key) == requestSlot(calls[i].req.Key) {
-			j++
-		}
-		b.appendCmd(calls[i:j], buf.res[i:j], false, buf)
-		i = j
-	}
-	buf.groups = append(buf.groups, group{d: d, cmds: buf.cmds})
 }
 
 // appendCmd appends to buf the script call deciding calls, in order
@@ -302,11 +322,18 @@ func (b *batcher) sendGroup(ctx context.Context, g *group) {
 // exec sends g's calls and reads their replies. A call answered NOSCRIPT
 // is sent again as EVAL, and one answered TRYAGAIN (its keys split
 // mid-migration; it ran nowhere) again after a pause, together in the
-// next pass. A failed node call has the Cluster client reload its slot
-// map, as go-redis does for the commands it routes itself, so the next
-// rounds go where the slots now live.
+// next pass. A call refused for the keys it declares (none, or many
+// client keys': isRefusal) ran nowhere: its requests come back as if
+// found elsewhere, for the round to send again per key, and the store
+// declares every key from then on. A failed call to a Cluster master
+// has the client reload its slot map, as go-redis does for the commands
+// it routes itself, so the next rounds go where the slots now live.
 func (b *batcher) exec(ctx context.Context, g *group) {
 	s, d := b.s, g.d
+	via, raw := d.p, d.one
+	if g.perKey {
+		via, raw = d.keyed, d.one && d.keyed == d.p
+	}
 	var one [1]*scriptCall
 	pending := one[:0]
 	for i := range g.cmds {
@@ -315,9 +342,9 @@ func (b *batcher) exec(ctx context.Context, g *group) {
 	for try := 1; ; try++ {
 		if len(pending) == 1 {
 			sc := pending[0]
-			sc.reply, sc.err = s.send(ctx, d.p, sc.args, d.server)
+			sc.reply, sc.err = s.send(ctx, via, sc.args, raw)
 		} else {
-			s.pipeline(ctx, d.p, pending)
+			s.pipeline(ctx, via, pending)
 		}
 		again, wait := pending[:0], false
 		for _, sc := range pending {
@@ -340,16 +367,34 @@ func (b *batcher) exec(ctx context.Context, g *group) {
 	failed := false
 	for i := range g.cmds {
 		sc := &g.cmds[i]
-		if sc.err == nil {
-			sc.err = b.script.parse(sc, d.undeclared)
+		switch {
+		case sc.err == nil:
+			sc.err = b.script.parse(sc, g.node())
 			sc.read = sc.err == nil
-		} else {
+		case !g.perKey && (g.node() || manyKeys(sc.calls)) && isRefusal(sc.err):
+			s.declare(d.name, sc.err)
+			for k := range sc.res {
+				sc.res[k].elsewhere = true
+			}
+			sc.err, sc.read = nil, true
+		default:
 			failed = true
 		}
 	}
-	if cr, ok := b.router.(clusterRouter); ok && failed && d.undeclared {
+	if cr, ok := b.router.(clusterRouter); ok && failed {
 		cr.c.ReloadState(ctx)
 	}
+}
+
+// manyKeys reports whether calls, one or more, are for more than one
+// client key.
+func manyKeys(calls []*call) bool {
+	for _, c := range calls[1:] {
+		if c.req.Key != calls[0].req.Key {
+			return true
+		}
+	}
+	return false
 }
 
 // pipeline sends calls in one pipeline of p, which routes each.

@@ -8,31 +8,37 @@ import (
 	"github.com/sony/gobreaker/v2"
 )
 
-// A dest is where script calls go: one server (a single node or
-// Sentinel's master, a Cluster master, a Ring shard), or a client that
-// routes each call itself (go-redis's Cluster routing for slot calls; any
-// client on the Plain path). Each dest has its own circuit breaker and
-// health, so a server that fails fails only its own decisions.
+// A dest is one server decisions go to (a single node or Sentinel's
+// master, a Cluster master, a Ring shard), or on the Plain path the
+// client, which routes each call itself. Each dest has its own circuit
+// breaker and health, and every call for its decisions goes through
+// them, however it is sent: a server that fails fails only its own
+// decisions.
 type dest struct {
-	name string // the server's address, or the kind of routing client
-	p    redis.UniversalClient
-	// server: p is one server, so one call may carry the decisions of
-	// many client keys, its reply read raw. Otherwise p routes each call
-	// by its first declared key and must see MOVED and ASK: one call per
-	// slot, its reply parsed by go-redis.
-	server bool
-	// undeclared: a Cluster master's node call, which declares no key
-	// (take.lua); its requests found off the master come back.
-	undeclared bool
-	breaker    *gobreaker.CircuitBreaker[any]
-	health     atomic.Uint32
-	lastErr    atomic.Pointer[error]
-	dialErr    atomic.Pointer[dialFailure] // the last failed dial, until one succeeds (see dialWatch)
-	used       atomic.Int64                // when a round last sent here, Unix ns
+	name string // the server's address; "client" on the Plain path
+	// p is the server's own client (the store's client on the Plain path).
+	// one: p is one server, so one call may carry the decisions of many
+	// client keys, its reply read raw, unless every key must be declared
+	// (Store.declared). node: a Cluster master, whose one call is a node
+	// call, declaring no key (take.lua); its requests found off the master
+	// come back.
+	p         redis.UniversalClient
+	one, node bool
+	// keyed sends this dest's calls per client key, each with its keys
+	// declared: p, or for a Cluster master the Cluster client, which
+	// follows MOVED and ASK (the slot may have moved).
+	keyed   redis.UniversalClient
+	breaker *gobreaker.CircuitBreaker[any]
+	health  atomic.Uint32
+	lastErr atomic.Pointer[error]
+	dialErr atomic.Pointer[dialFailure] // the last failed dial, until one succeeds (see dialWatch)
+	used    atomic.Int64                // when a round last sent here, Unix ns
 }
 
 // A router says which dest decides each client key: one small router per
-// kind of client, and the round loop (round.go) does the rest.
+// kind of client, and the round loop (round.go) does the rest. An error
+// concerns every key (no slot map could be loaded, no shard is up): the
+// round fails the decisions left with it.
 type router interface {
 	route(ctx context.Context, key string) (*dest, error)
 }
@@ -44,21 +50,23 @@ type oneDest struct{ d *dest }
 func (r oneDest) route(context.Context, string) (*dest, error) { return r.d, nil }
 
 // clusterRouter sends each decision to the master serving its slot, as
-// go-redis's slot map has it; a decision whose master is not known goes
-// to slots, calls per slot routed by go-redis, which reports what is
-// wrong.
+// go-redis's slot map has it: in a node call, or in calls per key that
+// go-redis routes (every key declared; decisions a node call found off
+// its master), through that master's breaker either way. Once go-redis
+// has a slot map it always names a master; before it has loaded one
+// (no node reachable since the client was made), the decisions fail
+// with its error.
 type clusterRouter struct {
-	s     *Store
-	c     *redis.ClusterClient
-	slots *dest
+	s *Store
+	c *redis.ClusterClient
 }
 
 func (r clusterRouter) route(ctx context.Context, key string) (*dest, error) {
 	n, err := r.c.MasterForKey(ctx, tag(key))
 	if err != nil {
-		return r.slots, nil
+		return nil, err
 	}
-	return r.s.destFor(n, true), nil
+	return r.s.destFor(n, r.c), nil
 }
 
 // ringRouter sends each decision to the shard the Ring routes its key to
@@ -74,54 +82,43 @@ func (r ringRouter) route(_ context.Context, key string) (*dest, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.s.destFor(n, false), nil
+	return r.s.destFor(n, nil), nil
 }
 
-// destFor returns the dest of one server's client, made on first use.
-func (s *Store) destFor(c *redis.Client, undeclared bool) *dest {
+// destFor returns the dest of one server's client, made on first use;
+// cluster, for a Cluster master, is the client that routes its calls per
+// key.
+func (s *Store) destFor(c *redis.Client, cluster *redis.ClusterClient) *dest {
 	if v, ok := s.dests.Load(c); ok {
 		return v.(*dest)
 	}
-	v, _ := s.dests.LoadOrStore(c, s.newDest(c.Options().Addr, c, true, undeclared))
+	d := &dest{name: c.Options().Addr, p: c, one: true, keyed: c}
+	if cluster != nil {
+		d.node, d.keyed = true, cluster
+	}
+	d.breaker = s.newBreaker(d)
+	v, loaded := s.dests.LoadOrStore(c, d)
+	if !loaded { // the dest kept, not one that lost a race
+		watchDials(c, d)
+	}
 	return v.(*dest)
 }
 
-// newDest returns a dest with a breaker of its own.
-func (s *Store) newDest(name string, p redis.UniversalClient, server, undeclared bool) *dest {
-	d := &dest{name: name, p: p, server: server, undeclared: undeclared}
-	d.breaker = s.newBreaker(d)
-	if c, ok := p.(*redis.Client); ok {
-		watchDials(c, d)
-	}
-	return d
-}
-
-// newRouter returns the router and the resend dest (a Cluster's slot
-// calls, else nil) for the store's client and path.
-func (s *Store) newRouter() (router, *dest) {
+// newRouter returns the router for the store's client and path.
+func (s *Store) newRouter() router {
 	if s.path == pathPlain {
-		d := s.newDest("client", s.client, false, false)
+		d := &dest{name: "client", p: s.client, keyed: s.client}
+		d.breaker = s.newBreaker(d)
 		s.dests.Store(s.client, d)
-		return oneDest{d}, nil
+		return oneDest{d}
 	}
 	switch c := s.client.(type) {
 	case *redis.ClusterClient:
-		slots := s.newDest("cluster", c, false, false)
-		s.dests.Store(c, slots)
-		o := c.Options()
-		// A client that reads from replicas opens every connection with
-		// READONLY, on which a master demoted by a failover the slot map
-		// has not caught up with would answer a node call's probe as a
-		// replica instead of redirecting it: such a client gets slot
-		// calls only, which go-redis routes itself.
-		if o.ReadOnly || o.RouteByLatency || o.RouteRandomly {
-			return oneDest{slots}, nil
-		}
-		return clusterRouter{s, c, slots}, slots
+		return clusterRouter{s, c}
 	case *redis.Ring:
-		return ringRouter{s, c}, nil
+		return ringRouter{s, c}
 	case *redis.Client:
-		return oneDest{s.destFor(c, false)}, nil
+		return oneDest{s.destFor(c, nil)}
 	}
-	return nil, nil // unreachable: New forces Plain for other clients
+	return nil // unreachable: New forces Plain for other clients
 }

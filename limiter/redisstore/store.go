@@ -35,6 +35,9 @@ type Store struct {
 	// dests holds a dest per server (or routing client) decisions have
 	// gone to, keyed by its client: each with its own breaker.
 	dests sync.Map
+	// declared: every call declares its keys, one client key per call
+	// (declared.go).
+	declared atomic.Bool
 
 	fallback   *limiter.MemoryStore        // WithFailLocal only
 	fbPolicies policyMemo[*limiter.Policy] // each policy at limit/divisor
@@ -62,7 +65,8 @@ type counters struct {
 type Stats struct {
 	// RoundTrips is the number of script calls sent to Redis (one call
 	// carries the decisions of a round for one server: the single node, a
-	// Cluster master, a Ring shard).
+	// Cluster master, a Ring shard; for one client key when every key is
+	// declared, see WithDeclaredKeys).
 	RoundTrips uint64
 	// Decisions is the number of decisions made by Redis.
 	Decisions uint64
@@ -81,7 +85,8 @@ type Stats struct {
 	// Resent is the number of decisions that a Cluster client's call to
 	// one master found off that master (their slot had moved, as when a
 	// Cluster is resharded), charged nothing there and sent again to where
-	// the slot lives.
+	// the slot lives, and of those whose call a server refused for the
+	// keys it declared (see KeysDeclared), sent again a call per key.
 	Resent uint64
 	// CachedKeys is how many keys the over-limit cache holds now.
 	CachedKeys int
@@ -129,7 +134,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if s.path == pathByClient {
 		s.path = pathFor(client)
 	}
-	r, slots := s.newRouter()
+	r := s.newRouter()
 	size, inFlight, pool := cfg.batchSize, cfg.batchInFlight, poolSize(client)
 	if pool <= 0 {
 		pool = maxRoundsUnknownPool
@@ -156,8 +161,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if s.path == pathPlain { // rounds of one, as many as the pools hold
 		size, inFlight = 1, max(pool, 1)
 	}
-	s.batch = newBatcher(s, takeScript{s}, r, slots, size, inFlight, pool)
-	s.slotBatch = newBatcher(s, slotScript{}, r, slots, size, inFlight, pool)
+	s.declared.Store(cfg.declared || readsReplicas(client))
+	s.batch = newBatcher(s, takeScript{s}, r, size, inFlight, pool)
+	s.slotBatch = newBatcher(s, slotScript{}, r, size, inFlight, pool)
 	s.id = newStoreID()
 	s.held.init(s)
 	s.checkMemoryPolicy()

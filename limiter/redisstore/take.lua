@@ -57,7 +57,10 @@
 -- command of the request touches only those keys, on this node, in this
 -- same atomic run. (A cluster down with cluster-allow-reads-when-down
 -- passes the read and refuses the first write: the whole call fails and,
--- no write having been made, nothing is charged.)
+-- no write having been made, nothing is charged.) A host that refuses
+-- every undeclared key (DragonflyDB by default) refuses the first
+-- request's read: the call then ends with that error, before any write,
+-- for the caller to send its requests again with their keys declared.
 --
 -- Leases: an admitted request that wants w > 0 is also charged
 -- g = min(w, min over its windows of limit - count - cost) in every
@@ -286,6 +289,9 @@ for _ = 1, nreq do
       mget, base = probe, k - 1
     end
     here = type(probe) ~= 'table' or not probe.err
+    if not here and o == 2 and string.find(probe.err, 'undeclared', 1, true) then
+      return probe -- the host refuses undeclared keys (see the top)
+    end
   end
 
   if not here then
