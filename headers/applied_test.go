@@ -168,6 +168,41 @@ func TestWriteBuffer(t *testing.T) {
 			}
 		})
 	}
+	// The largest count a header carries, MaxLimit's 15 digits, fits the
+	// Buffer: no allocation of its own for the digits.
+	t.Run("largest_remaining_fits", func(t *testing.T) {
+		w := newWriter(t)
+		big := limiter.Dated(limiter.Decision{Allowed: true, Limit: limiter.MaxLimit, Remaining: limiter.MaxLimit + 1, ResetAt: noon30.Add(time.Minute), Window: time.Minute, Policy: p}, noon30)
+		h := make(http.Header, 8)
+		allocs := testing.AllocsPerRun(50, func() {
+			var buf Buffer
+			w.WriteBuffer(&buf, h, &big)
+		})
+		if got := h.Get("X-RateLimit-Remaining"); allocs != 1 || got != "999999999999999" {
+			t.Errorf("Remaining %d: %v allocations, X-RateLimit-Remaining %q; want 1 (the Buffer) and 999999999999999", big.Remaining, allocs, got)
+		}
+	})
+	// A denial's Retry-After has no room in the Buffer: Write's own
+	// block holds its values, and the Buffer stays unwritten.
+	t.Run("denial_is_writes", func(t *testing.T) {
+		w := newWriter(t)
+		refused := limiter.Dated(limiter.Decision{Limit: 3, ResetAt: noon30.Add(30 * time.Second), RetryAfter: 30 * time.Second, Window: time.Minute, Policy: p}, noon30)
+		var buf Buffer
+		h, want := http.Header{}, http.Header{}
+		w.WriteBuffer(&buf, h, &refused)
+		w.Write(want, &refused)
+		if buf != (Buffer{}) {
+			t.Error("a denial was written into the Buffer")
+		}
+		for name := range want {
+			if h.Get(name) != want.Get(name) {
+				t.Errorf("%s = %q, want Write's %q", name, h.Get(name), want.Get(name))
+			}
+		}
+		if h.Get("Retry-After") != "30" {
+			t.Errorf("Retry-After = %q, want 30", h.Get("Retry-After"))
+		}
+	})
 	// With the draft fields the Buffer is not used, and RateLimit-Policy
 	// lists what applied.
 	w := newWriter(t, WithDraftHeaders())

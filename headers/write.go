@@ -147,27 +147,29 @@ func (w *Writer) write(h http.Header, d *limiter.Decision) {
 	}
 }
 
-// A Buffer is room for the values of one Write of the legacy fields, for
-// a caller that allocates it together with other per-request state and so
-// saves Write its own allocation (the middleware keeps one in the state
-// it puts in the request's context). The header values written into a
-// Buffer alias it: write into it once, and keep it, as Go keeps any
-// value, while the response's header map is in use. The zero Buffer is
-// ready.
+// A Buffer is room for the values of one Write of the legacy fields on
+// an admission, for a caller that allocates it together with other
+// per-request state and so saves Write its own allocation (the middleware
+// keeps one in the state it puts in the request's context). The header
+// values written into a Buffer alias it: write into it once, and keep it,
+// as Go keeps any value, while the response's header map is in use. The
+// zero Buffer is ready. It is 64 bytes: the three values the headers'
+// slices hold, and the remaining count's digits.
 type Buffer struct {
-	blk block // written into once vals[0], a formatted limit, is set
+	vals [3]string // limit, remaining, reset; written into once vals[0] is set
+	buf  [16]byte  // the remaining count, at most 15 digits (limiter.MaxLimit)
 }
 
 // WriteBuffer is Write with buf, unless it is nil or already written
-// into, as the storage of the legacy fields: no allocation. The draft
-// fields, when enabled, are formatted into an allocation of their own as
-// ever.
+// into, as the storage of the legacy fields of an admission: no
+// allocation. A denial (its Retry-After), and the draft fields when
+// enabled, are formatted into an allocation of their own as ever.
 func (w *Writer) WriteBuffer(buf *Buffer, h http.Header, d *limiter.Decision, applied ...*limiter.Policy) {
-	if buf == nil || buf.blk.vals[0] != "" || d == nil || !w.legacy || w.draft {
+	if buf == nil || buf.vals[0] != "" || d == nil || !d.Allowed || !w.legacy || w.draft {
 		w.Write(h, d, applied...)
 		return
 	}
-	w.writeLegacyInto(&buf.blk, h, d)
+	w.writeLegacyInto(buf.vals[:], buf.buf[:0], h, d)
 }
 
 // writeLegacy is Write without the draft fields, the default and the
@@ -177,21 +179,24 @@ func (w *Writer) WriteBuffer(buf *Buffer, h http.Header, d *limiter.Decision, ap
 // count are clamped as the draft's are: a custom Limiter's -5 is sent as
 // 0, which a client can act on.
 func (w *Writer) writeLegacy(h http.Header, d *limiter.Decision) {
-	w.writeLegacyInto(new(block), h, d)
+	blk := new(block)
+	w.writeLegacyInto(blk.vals[:], blk.buf[:0], h, d)
 }
 
-// writeLegacyInto is writeLegacy into the storage blk.
-func (w *Writer) writeLegacyInto(blk *block, h http.Header, d *limiter.Decision) {
-	blk.vals[0] = w.ints.format(sfInteger(d.Limit))
-	b := strconv.AppendInt(blk.buf[:0], sfInteger(d.Remaining), 10)
-	blk.vals[1] = unsafe.String(&blk.buf[0], len(b))
-	h[w.names.Limit] = blk.vals[0:1:1]
-	h[w.names.Remaining] = blk.vals[1:2:2]
+// writeLegacyInto is writeLegacy into the storage vals (room for the
+// four values, three on an admission) and b (room for the numbers it
+// formats, which do not outgrow it).
+func (w *Writer) writeLegacyInto(vals []string, b []byte, h http.Header, d *limiter.Decision) {
+	vals[0] = w.ints.format(sfInteger(d.Limit))
+	b = strconv.AppendInt(b, sfInteger(d.Remaining), 10)
+	vals[1] = unsafe.String(&b[0], len(b))
+	h[w.names.Limit] = vals[0:1:1]
+	h[w.names.Remaining] = vals[1:2:2]
 	if isCap(d) {
 		delete(h, w.names.Reset) // a cap has no window to reset
 	} else {
-		blk.vals[2] = w.ints.format(unixCeil(d.ResetAt))
-		h[w.names.Reset] = blk.vals[2:3:3]
+		vals[2] = w.ints.format(unixCeil(d.ResetAt))
+		h[w.names.Reset] = vals[2:3:3]
 	}
 	if d.Allowed {
 		delete(h, w.names.RetryAfter)
@@ -199,8 +204,8 @@ func (w *Writer) writeLegacyInto(blk *block, h http.Header, d *limiter.Decision)
 	}
 	n := len(b)
 	b = strconv.AppendInt(b, RetryAfterSeconds(d.RetryAfter), 10)
-	blk.vals[3] = unsafe.String(&blk.buf[n], len(b)-n)
-	h[w.names.RetryAfter] = blk.vals[3:4:4]
+	vals[3] = unsafe.String(&b[n], len(b)-n)
+	h[w.names.RetryAfter] = vals[3:4:4]
 }
 
 // policyList returns the RateLimit-Policy value of d's policy and the

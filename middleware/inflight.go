@@ -21,14 +21,23 @@ type capRule struct {
 }
 
 // heldCaps are the slots one middleware holds for a request, and what
-// the headers and the observer need of them: one allocation per request
-// a cap admitted. The innermost middleware's is in the request's state,
-// linked to the outer ones', so that every middleware's headers list
-// every cap.
+// the headers and the observer need of them, in the order the caps were
+// asked, the first n with a cap (see len). The innermost middleware's is
+// in the request's state, linked to the outer ones', so that every
+// middleware's headers list every cap. It keeps no count: a cappedState
+// then fits its size class (see reqState).
 type heldCaps struct {
 	prev *heldCaps
-	n    int
 	caps [maxCaps]heldCap
+}
+
+// len returns how many caps hc holds a decision of.
+func (hc *heldCaps) len() int {
+	n := 0
+	for n < maxCaps && hc.caps[n].f != nil {
+		n++
+	}
+	return n
 }
 
 // A heldCap is one cap's decision for the request.
@@ -148,8 +157,7 @@ func (hc *heldCaps) add(spare *heldCaps, f *limiter.InFlight, key string, releas
 			hc = new(heldCaps)
 		}
 	}
-	hc.caps[hc.n] = heldCap{f: f, key: key, release: release, policy: d.Policy, remaining: d.Remaining, at: d.DecidedAt().UnixNano()}
-	hc.n++
+	hc.caps[hc.len()] = heldCap{f: f, key: key, release: release, policy: d.Policy, remaining: d.Remaining, at: d.DecidedAt().UnixNano()}
 	return hc
 }
 
@@ -159,7 +167,7 @@ func (h *handler) release(r *http.Request, hc *heldCaps) {
 	if hc == nil {
 		return
 	}
-	for i := hc.n - 1; i >= 0; i-- {
+	for i := hc.len() - 1; i >= 0; i-- {
 		cp := &hc.caps[i]
 		if cp.release == nil {
 			continue
@@ -194,9 +202,10 @@ func writeCaps(hw *headers.Writer, h http.Header, hc *heldCaps) {
 	}
 	var ds [maxCaps]limiter.Decision
 	var ps [maxCaps]*limiter.Decision
-	for i := range hc.n {
+	n := hc.len()
+	for i := range n {
 		ds[i] = hc.caps[i].decision()
 		ps[i] = &ds[i]
 	}
-	hw.WriteInFlight(h, ps[:hc.n]...)
+	hw.WriteInFlight(h, ps[:n]...)
 }

@@ -291,8 +291,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	)
 	if decided {
 		if st = stateFrom(ctx); st == nil {
-			st, rec, spare = newState(ctx, &best, c.countIf != nil, len(c.caps) > 0)
-			r = r.WithContext(st)
+			st, r, rec, spare = newState(r, &best, c.countIf != nil, len(c.caps) > 0)
 		}
 	}
 	var held *heldCaps

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/internal/verdict"
@@ -11,10 +12,11 @@ import (
 // A state is what the middlewares limiting one request share: the decision
 // the headers describe and the policies that applied. The outermost
 // middleware that decides makes it, as the request's context, in one
-// allocation with everything else the request needs (the status recorder
-// of WithCountIf); an inner middleware finds it there and adds to it, so
-// that stacked middlewares send one set of headers and DecisionFrom sees
-// the most restrictive decision of them all.
+// allocation with the request the handler gets (a reqState) and
+// everything else the request needs (the status recorder of WithCountIf,
+// the slots of WithInFlight); an inner middleware finds it there and adds
+// to it, so that stacked middlewares send one set of headers and
+// DecisionFrom sees the most restrictive decision of them all.
 //
 // Only the middlewares write it, each before calling the handler it
 // wraps; the handler and what it calls only read it.
@@ -30,19 +32,38 @@ type state struct {
 	caps *heldCaps // the in-flight slots of the innermost middleware that holds some, linked to the outer ones'
 }
 
-// A countedState is a state with room for WithCountIf's status recorder,
-// made by a middleware that counts by status, so that such a request too
-// allocates one struct.
-type countedState struct {
+// A reqState is a state and the request the handler gets, whose context
+// it is: r.WithContext's copy, moved into the state's allocation. The
+// layouts are planned for Go's size classes on 64-bit platforms: a
+// reqState is 512 bytes (an http.Request of 304, a state of 208), the
+// largest object the allocator keeps without a header; above that an
+// object with pointers takes 8 bytes more, and a counted one (544) takes
+// a class of 576, a capped one (632) of 640, a capped and counted one
+// (664) of 704 (TestStateSizeClasses).
+type reqState struct {
 	state
+	req http.Request
+}
+
+// A countedState is a reqState with room for WithCountIf's status
+// recorder, made by a middleware that counts by status, so that such a
+// request too allocates one struct.
+type countedState struct {
+	reqState
 	rec statusRecorder
 }
 
-// A cappedState is a state with room for the slots of the middleware's
-// in-flight caps (WithInFlight), and for the recorder when it counts by
-// status too: one struct still.
+// A cappedState is a reqState with room for the slots of the
+// middleware's in-flight caps (WithInFlight): one struct still.
 type cappedState struct {
-	countedState
+	reqState
+	held heldCaps
+}
+
+// A cappedCountedState has room for both.
+type cappedCountedState struct {
+	reqState
+	rec  statusRecorder
 	held heldCaps
 }
 
@@ -65,30 +86,36 @@ func stateFrom(ctx context.Context) *state {
 	return s
 }
 
-// newState returns the state of a request first decided by d, and in
-// the same allocation a status recorder for WithCountIf when counted,
+// newState returns the state of request r, first decided by d, and in
+// the same allocation the request the handler gets, a copy of r whose
+// context is the state, a status recorder for WithCountIf when counted,
 // and room for the caps' slots when capped.
-func newState(ctx context.Context, d *limiter.Decision, counted, capped bool) (*state, *statusRecorder, *heldCaps) {
+func newState(r *http.Request, d *limiter.Decision, counted, capped bool) (*state, *http.Request, *statusRecorder, *heldCaps) {
 	var (
-		s    *state
+		rs   *reqState
 		rec  *statusRecorder
 		held *heldCaps
 	)
 	switch {
+	case capped && counted:
+		cs := new(cappedCountedState)
+		rs, rec, held = &cs.reqState, &cs.rec, &cs.held
 	case capped:
-		cs := &cappedState{countedState: countedState{state: state{Context: ctx}}}
-		s, held = &cs.state, &cs.held
-		if counted {
-			rec = &cs.rec
-		}
+		cs := new(cappedState)
+		rs, held = &cs.reqState, &cs.held
 	case counted:
-		cs := &countedState{state: state{Context: ctx}}
-		s, rec = &cs.state, &cs.rec
+		cs := new(countedState)
+		rs, rec = &cs.reqState, &cs.rec
 	default:
-		s = &state{Context: ctx}
+		rs = new(reqState)
 	}
+	s := &rs.state
+	s.Context = r.Context()
 	s.v.Set(d)
-	return s, rec, held
+	// WithContext is inlined, and its copy, only read here, stays on
+	// the stack: the one the handler gets lives in rs.
+	rs.req = *r.WithContext(s)
+	return s, &rs.req, rec, held
 }
 
 // merge makes d the decision the headers describe if it is more

@@ -20,13 +20,25 @@ const MaxPolicies = 8
 // state stays in its allocation size class.
 type Joined struct {
 	best limiter.Decision // the most restrictive decision; a refusal only in shadow mode
-
-	// one is the policy that applied while it is the only one; policies
-	// lists every policy that applied once there are several. The
-	// common request allocates no list.
-	one      *limiter.Policy
-	policies []*limiter.Policy
+	// more is what applied: nil before any policy has; bestAlone while
+	// one alone has, which is then best's (every decision set or
+	// merged is of a policy that applied, and Merge lists the old one
+	// before it replaces it with another's); otherwise the list of
+	// them all. The common request allocates no list, and keeps one
+	// word for it.
+	more *policies
 }
+
+// policies is the list of a Joined that several policies applied to, in
+// one allocation until it outgrows its room.
+type policies struct {
+	list []*limiter.Policy
+	room [MaxPolicies]*limiter.Policy
+}
+
+// bestAlone marks a Joined that one policy applied to, its best
+// decision's. It is only compared, never written.
+var bestAlone = new(policies)
 
 // Set makes d the decision the answer describes: the first one.
 func (j *Joined) Set(d *limiter.Decision) { j.best = *d }
@@ -34,32 +46,51 @@ func (j *Joined) Set(d *limiter.Decision) { j.best = *d }
 // Merge makes d the decision the answer describes if it is more
 // restrictive than the one it describes now.
 func (j *Joined) Merge(d *limiter.Decision) {
-	if More(d, &j.best) {
-		j.best = *d
+	if !More(d, &j.best) {
+		return
 	}
+	if j.more == bestAlone && d.Policy != j.best.Policy {
+		j.list(j.best.Policy) // the policy alone so far, no longer best's
+	}
+	j.best = *d
 }
 
 // Best returns the most restrictive decision, as the limiter made it (a
 // refusal stays a refusal).
 func (j *Joined) Best() *limiter.Decision { return &j.best }
 
-// Apply records that the policies applied, keeping each once.
+// Apply records that the policies applied, keeping each once. Every
+// decision set or merged must be of a policy that applied.
 func (j *Joined) Apply(ps []*limiter.Policy) {
 	for _, p := range ps {
 		switch {
-		case j.policies == nil && (j.one == nil || j.one == p):
-			j.one = p
-		case j.policies == nil:
-			j.policies = append(make([]*limiter.Policy, 0, MaxPolicies), j.one, p)
-		case !slices.Contains(j.policies, p):
-			j.policies = append(j.policies, p)
+		case (j.more == nil || j.more == bestAlone) && p == j.best.Policy:
+			j.more = bestAlone
+		case j.more == nil:
+			j.list(p)
+		case j.more == bestAlone:
+			j.list(j.best.Policy, p)
+		case !slices.Contains(j.more.list, p):
+			j.more.list = append(j.more.list, p)
 		}
 	}
 }
 
+// list makes the list of the policies that applied: ps.
+func (j *Joined) list(ps ...*limiter.Policy) {
+	l := new(policies)
+	l.list = append(l.room[:0], ps...)
+	j.more = l
+}
+
 // Applied returns every policy that applied, for the headers; nil when
 // one alone did, which is then the policy of the best decision.
-func (j *Joined) Applied() []*limiter.Policy { return j.policies }
+func (j *Joined) Applied() []*limiter.Policy {
+	if j.more == nil || j.more == bestAlone {
+		return nil
+	}
+	return j.more.list
+}
 
 // Described returns the decision as an admitted request's answer
 // describes it: a refusal that shadow mode let through is an admission
@@ -80,10 +111,11 @@ func (j *Joined) Described() limiter.Decision {
 func (j *Joined) With(ps []*limiter.Policy) []*limiter.Policy {
 	var all []*limiter.Policy
 	switch {
-	case j != nil && j.policies != nil:
-		all = append(all, j.policies...)
-	case j != nil && j.one != nil:
-		all = append(all, j.one)
+	case j == nil || j.more == nil:
+	case j.more == bestAlone:
+		all = append(all, j.best.Policy)
+	default:
+		all = append(all, j.more.list...)
 	}
 	for _, p := range ps {
 		if !slices.Contains(all, p) {

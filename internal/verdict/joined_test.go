@@ -51,6 +51,7 @@ func TestJoined(t *testing.T) {
 	})
 	t.Run("policies_once_in_order", func(t *testing.T) {
 		var j Joined
+		j.Set(&allowA)
 		j.Apply([]*limiter.Policy{a})
 		j.Apply([]*limiter.Policy{a})
 		if j.Applied() != nil {
@@ -61,12 +62,66 @@ func TestJoined(t *testing.T) {
 			t.Fatalf("Applied = %v, want [a b]", got)
 		}
 	})
+	// The list is kept in the order the policies applied, whichever
+	// decided: a middleware's limiters, then those of the middlewares
+	// inside it, which merge before they apply.
+	for _, tt := range []struct {
+		name  string
+		steps func(j *Joined)
+		want  []*limiter.Policy
+	}{
+		{"second_limiter_decides", func(j *Joined) {
+			j.Set(&allowB) // b has less remaining: the best of a middleware's two
+			j.Apply([]*limiter.Policy{a, b})
+		}, []*limiter.Policy{a, b}},
+		{"inner_merges_a_more_restrictive_decision", func(j *Joined) {
+			j.Set(&allowA)
+			j.Apply([]*limiter.Policy{a})
+			j.Merge(&allowB)
+			j.Apply([]*limiter.Policy{b})
+		}, []*limiter.Policy{a, b}},
+		{"inner_merges_a_less_restrictive_decision", func(j *Joined) {
+			j.Set(&allowB)
+			j.Apply([]*limiter.Policy{b})
+			j.Merge(&allowA)
+			j.Apply([]*limiter.Policy{a})
+		}, []*limiter.Policy{b, a}},
+		{"inner_of_the_same_policy", func(j *Joined) {
+			j.Set(&allowA)
+			j.Apply([]*limiter.Policy{a})
+			tighter := allowA
+			tighter.Remaining = 1
+			j.Merge(&tighter)
+			j.Apply([]*limiter.Policy{a})
+		}, nil},
+		{"shadow_refusal_of_another_policy", func(j *Joined) {
+			j.Set(&allowA)
+			j.Apply([]*limiter.Policy{a})
+			j.Merge(&denyB)
+			j.Apply([]*limiter.Policy{b})
+		}, []*limiter.Policy{a, b}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var j Joined
+			tt.steps(&j)
+			if got := j.Applied(); !slices.Equal(got, tt.want) {
+				t.Fatalf("Applied = %v, want %v", got, tt.want)
+			}
+			if tt.want == nil && !slices.Equal(j.With(nil), []*limiter.Policy{j.Best().Policy}) {
+				t.Fatalf("With(nil) = %v, want the best decision's policy alone", j.With(nil))
+			}
+			if tt.want != nil && !slices.Equal(j.With(nil), tt.want) {
+				t.Fatalf("With(nil) = %v, want %v", j.With(nil), tt.want)
+			}
+		})
+	}
 	t.Run("with_adds_without_changing", func(t *testing.T) {
 		var nilJ *Joined
 		if got := nilJ.With([]*limiter.Policy{b}); !slices.Equal(got, []*limiter.Policy{b}) {
 			t.Fatalf("nil With = %v, want [b]", got)
 		}
 		var j Joined
+		j.Set(&allowA)
 		j.Apply([]*limiter.Policy{a})
 		if got := j.With([]*limiter.Policy{a, b}); !slices.Equal(got, []*limiter.Policy{a, b}) {
 			t.Fatalf("With = %v, want [a b]", got)
