@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/headers"
@@ -82,7 +81,7 @@ type handler struct {
 // limiter or option argument, too many limiters, a bad header writer) are
 // reported here, wrapping ErrInvalidOption, never by a request.
 func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
-	if err := checkLimiter(l); err != nil {
+	if err := verdict.Check(l); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
 	}
 	c := &config{}
@@ -159,23 +158,6 @@ func MustNew(l Limiter, opts ...Option) func(http.Handler) http.Handler {
 		panic(err)
 	}
 	return mw
-}
-
-// checkLimiter reports a limiter that cannot be asked: nil, a typed nil
-// (a *limiter.Limiter left nil by a failed limiter.New whose error was
-// dropped, which would panic on the first request), or one without a
-// policy.
-func checkLimiter(l Limiter) error {
-	if l == nil {
-		return errors.New("limiter is nil")
-	}
-	if v := reflect.ValueOf(l); v.Kind() == reflect.Pointer && v.IsNil() {
-		return fmt.Errorf("limiter is a nil %T (was the error of the constructor that made it dropped?)", l)
-	}
-	if l.Policy() == nil {
-		return errors.New("limiter has no policy")
-	}
-	return nil
 }
 
 // ServeHTTP resolves every key first, so that a request whose identity is

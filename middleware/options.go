@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/internal/verdict"
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
@@ -81,8 +82,8 @@ func (c *config) check() error {
 	}
 	for i, r := range c.extra {
 		switch {
-		case checkLimiter(r.lim) != nil:
-			return fmt.Errorf("%w: WithLimiter (limiter %d): %v", ErrInvalidOption, i+1, checkLimiter(r.lim))
+		case verdict.Check(r.lim) != nil:
+			return fmt.Errorf("%w: WithLimiter (limiter %d): %v", ErrInvalidOption, i+1, verdict.Check(r.lim))
 		case r.key == nil:
 			return fmt.Errorf("%w: WithLimiter (limiter %d, policy %q): key function is nil", ErrInvalidOption, i+1, r.lim.Policy().Name())
 		}

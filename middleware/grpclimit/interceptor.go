@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"reflect"
 	"time"
 
 	"google.golang.org/grpc"
@@ -51,8 +50,8 @@ type Interceptor struct {
 // name that is none, a metadata name gRPC cannot send) are reported here,
 // wrapping ErrInvalidOption, never by a call.
 func New(l middleware.Limiter, opts ...Option) (*Interceptor, error) {
-	if isNil(l) {
-		return nil, fmt.Errorf("%w: limiter is nil or has no policy", ErrInvalidOption)
+	if err := verdict.Check(l); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
 	}
 	c := &config{}
 	for i, o := range opts {
@@ -290,16 +289,4 @@ func stand(req **http.Request, ctx context.Context, method string) *http.Request
 		*req = r
 	}
 	return *req
-}
-
-// isNil reports whether l is no limiter: nil, a nil pointer, or one
-// without a policy.
-func isNil(l middleware.Limiter) bool {
-	if l == nil {
-		return true
-	}
-	if v := reflect.ValueOf(l); v.Kind() == reflect.Pointer && v.IsNil() {
-		return true
-	}
-	return l.Policy() == nil
 }

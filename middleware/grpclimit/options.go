@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/internal/verdict"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
 
@@ -66,8 +67,8 @@ func (c *config) check() error {
 	}
 	for i, r := range c.extra {
 		switch {
-		case isNil(r.lim):
-			return fmt.Errorf("%w: WithLimiter (limiter %d): limiter is nil or has no policy", ErrInvalidOption, i+1)
+		case verdict.Check(r.lim) != nil:
+			return fmt.Errorf("%w: WithLimiter (limiter %d): %v", ErrInvalidOption, i+1, verdict.Check(r.lim))
 		case r.key == nil:
 			return fmt.Errorf("%w: WithLimiter (limiter %d, policy %q): key function is nil", ErrInvalidOption, i+1, r.lim.Policy().Name())
 		}
@@ -76,8 +77,8 @@ func (c *config) check() error {
 		switch l := c.methods[m]; {
 		case !validMethod(m):
 			return fmt.Errorf("%w: WithMethods: %q is not a full method name, /package.Service/Method", ErrInvalidOption, m)
-		case isNil(l):
-			return fmt.Errorf("%w: WithMethods: the limiter of %s is nil or has no policy", ErrInvalidOption, m)
+		case verdict.Check(l) != nil:
+			return fmt.Errorf("%w: WithMethods: the limiter of %s: %v", ErrInvalidOption, m, verdict.Check(l))
 		}
 	}
 	if c.headers != nil {

@@ -34,7 +34,7 @@ func TestNewRefuses(t *testing.T) {
 		want string
 	}{
 		{"nil_limiter", nil, nil, "limiter is nil"},
-		{"typed_nil_limiter", nilLimiter, nil, "limiter is nil"},
+		{"typed_nil_limiter", nilLimiter, nil, "limiter is a nil *limiter.Limiter"},
 		{"nil_option", l, []grpclimit.Option{nil}, "nil Option 0"},
 		{"nil_key", l, []grpclimit.Option{grpclimit.WithKey(nil)}, "WithKey(nil)"},
 		{"nil_methods", l, []grpclimit.Option{grpclimit.WithMethods(nil)}, "WithMethods(nil)"},
