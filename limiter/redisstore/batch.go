@@ -54,9 +54,16 @@ type batcher struct {
 	// conns returns the connections the pool holds open; nil where the
 	// store cannot count them (Cluster, Ring, the Plain path).
 	conns func() int
-	// answered, when set, is closed by the next round to answer, which
-	// ends the gathering of rounds waiting on it.
-	answered atomic.Pointer[chan struct{}]
+	// gathering, when set, is closed by the next round to answer after
+	// it was set, which ends the gathering of rounds waiting on it.
+	gathering atomic.Pointer[gathering]
+}
+
+// A gathering is what rounds gathering a burst wait on: a round's
+// answer after since.
+type gathering struct {
+	since    time.Time
+	answered chan struct{}
 }
 
 // A call is one decision waiting in the batcher.
@@ -254,10 +261,10 @@ func (b *batcher) wait(gather bool) {
 	defer t.Stop()
 	var answered chan struct{}
 	for gather && answered == nil {
-		if w := b.answered.Load(); w != nil {
-			answered = *w
-		} else if w := make(chan struct{}); b.answered.CompareAndSwap(nil, &w) {
-			answered = w
+		if g := b.gathering.Load(); g != nil {
+			answered = g.answered
+		} else if g := (&gathering{time.Now(), make(chan struct{})}); b.gathering.CompareAndSwap(nil, g) {
+			answered = g.answered
 		}
 	}
 	select {
@@ -341,10 +348,12 @@ func (b *batcher) send(batch []*call, buf *roundBuf) {
 	if len(live) == 0 {
 		return
 	}
-	if took := b.round(live, deadline, buf); took > 0 {
+	if took, at := b.round(live, deadline, buf); took > 0 {
 		b.observe(took)
-		if w := b.answered.Swap(nil); w != nil {
-			close(*w)
+		// A round whose answer came before the gathering began (its
+		// loop since delayed) says nothing of the link now.
+		if g := b.gathering.Load(); g != nil && at.After(g.since) && b.gathering.CompareAndSwap(g, nil) {
+			close(g.answered)
 		}
 	}
 }
