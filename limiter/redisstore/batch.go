@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -318,6 +319,14 @@ func (b *batcher) loop(linger, gather bool) {
 		b.queue = b.queue[:rest]
 		b.mu.Unlock()
 		b.send(batch, &buf)
+		// The callers just answered are runnable, most of them on this
+		// P; under load they ask again at once. Let them queue before
+		// the next round is taken: else it leaves with the few queued
+		// meanwhile, the rest wait a whole round trip for the one after,
+		// and the rounds in flight fall out of balance (one large, one
+		// nearly empty), which leaves the client and Redis waiting on
+		// each other in turn. Under light load there is no one to run.
+		runtime.Gosched()
 	}
 }
 
