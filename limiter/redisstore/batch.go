@@ -149,8 +149,9 @@ func (b *batcher) submit(ctx context.Context, c *call, expired <-chan time.Time)
 			// It would dial, while a round gathering on an open
 			// connection will take the queue.
 			start, linger = false, false
-		case free == 1 && start && len(b.queue) < b.size:
-			// The last open connection: gather the queue on it.
+		case free == 1 && start && len(b.queue) < b.size && b.running > b.lingering:
+			// The last open connection, while a round is out whose
+			// answer ends the gathering: gather the queue on it.
 			start, linger, gather = false, true, true
 		}
 	}
