@@ -330,7 +330,7 @@ func BenchmarkAdmitKeys1000(b *testing.B) {
 		b.Run(ct.name, func(b *testing.B) {
 			c, h := client(b)
 			decide := ct.make(b, c, 1<<30)
-			run(b, c, h, decide, keyNames("admit1000-"+strconv.FormatInt(time.Now().UnixNano(), 36)+"-")[:1000])
+			run(b, c, h, decide, keyNames("admit1000-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-")[:1000])
 		})
 	}
 }
