@@ -258,21 +258,50 @@ func (b *batcher) lingerFor() time.Duration {
 
 // wait lingers for lingerFor, or (gather) until a round answers if one
 // does sooner.
+//
+// A gathering round also stops once the queue has stopped growing for an
+// eighth of that time: the burst has arrived, and every moment more is
+// taken from the round trip its decisions still need.
 func (b *batcher) wait(gather bool) {
-	t := time.NewTimer(b.lingerFor())
+	d := b.lingerFor()
+	t := time.NewTimer(d)
 	defer t.Stop()
+	if !gather {
+		<-t.C
+		return
+	}
 	var answered chan struct{}
-	for gather && answered == nil {
+	for answered == nil {
 		if g := b.gathering.Load(); g != nil {
 			answered = g.answered
 		} else if g := (&gathering{time.Now(), make(chan struct{})}); b.gathering.CompareAndSwap(nil, g) {
 			answered = g.answered
 		}
 	}
-	select {
-	case <-t.C:
-	case <-answered:
+	tick := time.NewTicker(max(d/8, time.Millisecond))
+	defer tick.Stop()
+	last := b.queued()
+	for {
+		select {
+		case <-t.C:
+			return
+		case <-answered:
+			return
+		case <-tick.C:
+			q := b.queued()
+			if q <= last {
+				return
+			}
+			last = q
+		}
 	}
+}
+
+// queued returns how many calls are queued.
+func (b *batcher) queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
 }
 
 // observe adds a round that took d to the moving average of a round's
