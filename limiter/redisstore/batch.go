@@ -33,9 +33,10 @@ import (
 // pool holds open (conns): a round that would have to dial one first
 // waits a dial's round trips, three on go-redis, on a link that may have
 // just slowed down without the estimate having seen it. So a round that
-// would take the last open connection while another round is in flight
+// would take the last open connection while another round is out
 // gathers the queue first (it lingers until a round answers, the link as
-// fast as measured, or for lingerFor); while it gathers, no round starts
+// fast as measured, until the queue stops growing, or for lingerFor);
+// while it gathers, no round starts
 // that would dial; and a round that leaves no open connection for another
 // takes the whole queue, up to maxBatchSize, rather than a round's size.
 // A burst on a cold pool is carried by the connections open.
