@@ -36,9 +36,9 @@ import (
 // would take the last open connection while another round is out
 // gathers the queue first (it lingers until a round answers, the link as
 // fast as measured, until the queue stops growing, or for lingerFor);
-// while it gathers, no round starts
-// that would dial; and a round that leaves no open connection for another
-// takes the whole queue, up to maxBatchSize, rather than a round's size.
+// while it gathers, no round starts that would dial; and a round that
+// leaves no open connection for another takes the whole queue, up to
+// maxBatchSize, rather than a round's size.
 // A burst on a cold pool is carried by the connections open.
 type batcher struct {
 	s      *Store
