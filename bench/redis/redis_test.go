@@ -321,6 +321,20 @@ func BenchmarkAdmit(b *testing.B) {
 	}
 }
 
+// BenchmarkAdmitKeys1000: the store with its defaults against the peers
+// on one node, 64 callers over 1,000 keys, every decision admitted: the
+// side-by-side harness of issue 27, where the store's decisions/s moved
+// far more from run to run than ulule's.
+func BenchmarkAdmitKeys1000(b *testing.B) {
+	for _, ct := range contenders {
+		b.Run(ct.name, func(b *testing.B) {
+			c, h := client(b)
+			decide := ct.make(b, c, 1<<30)
+			run(b, c, h, decide, keyNames("admit1000-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-")[:1000])
+		})
+	}
+}
+
 // BenchmarkOverLimit: every key is already over its limit (1 per hour,
 // spent before the timer starts), so every decision refuses.
 func BenchmarkOverLimit(b *testing.B) {

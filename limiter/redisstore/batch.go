@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,18 @@ import (
 // is sent; as many such rounds as the burst needs, up to maxInFlight, what
 // the pools hold. So a burst on a slow link is decided, not timed out,
 // while a fast Redis keeps the few large rounds that use it best.
+//
+// On a single node the batcher also counts the connections the client's
+// pool holds open (conns): a round that would have to dial one first
+// waits a dial's round trips, three on go-redis, on a link that may have
+// just slowed down without the estimate having seen it. So a round that
+// would take the last open connection while another round is out
+// gathers the queue first (it lingers until a round answers, the link as
+// fast as measured, until the queue stops growing, or for lingerFor);
+// while it gathers, no round starts that would dial; and a round that
+// leaves no open connection for another takes the whole queue, up to
+// maxBatchSize, rather than a round's size.
+// A burst on a cold pool is carried by the connections open.
 type batcher struct {
 	s      *Store
 	script script // what the rounds send: decisions, or slots
@@ -40,6 +53,19 @@ type batcher struct {
 	closed                                          bool
 	rtt                                             atomic.Int64 // moving average of a round's time, ns
 	wg                                              sync.WaitGroup
+	// conns returns the connections the pool holds open; nil where the
+	// store cannot count them (Cluster, Ring, the Plain path).
+	conns func() int
+	// gathering, when set, is closed by the next round to answer after
+	// it was set, which ends the gathering of rounds waiting on it.
+	gathering atomic.Pointer[gathering]
+}
+
+// A gathering is what rounds gathering a burst wait on: a round's
+// answer after since.
+type gathering struct {
+	since    time.Time
+	answered chan struct{}
 }
 
 // A call is one decision waiting in the batcher.
@@ -117,6 +143,19 @@ func (b *batcher) submit(ctx context.Context, c *call, expired <-chan time.Time)
 	start := b.running < b.inFlight ||
 		b.running < min(2*b.inFlight, b.maxInFlight) && len(b.queue) >= b.size
 	linger := !start && b.running < b.maxInFlight && b.late(len(b.queue))
+	gather := false
+	if (start || linger) && b.running > 0 && b.conns != nil {
+		switch free := b.conns() - b.running; {
+		case free <= 0 && b.lingering > 0:
+			// It would dial, while a round gathering on an open
+			// connection will take the queue.
+			start, linger = false, false
+		case free == 1 && start && len(b.queue) < b.size && b.running > b.lingering:
+			// The last open connection, while a round is out whose
+			// answer ends the gathering: gather the queue on it.
+			start, linger, gather = false, true, true
+		}
+	}
 	if start || linger {
 		b.running++
 		b.wg.Add(1)
@@ -126,7 +165,7 @@ func (b *batcher) submit(ctx context.Context, c *call, expired <-chan time.Time)
 	}
 	b.mu.Unlock()
 	if start || linger {
-		go b.loop(linger)
+		go b.loop(linger, gather)
 	}
 	select {
 	case <-c.done:
@@ -167,11 +206,21 @@ func (b *batcher) doAll(calls []*call) {
 	b.wg.Add(starts)
 	b.mu.Unlock()
 	for range starts {
-		go b.loop(false)
+		go b.loop(false, false)
 	}
 	for _, c := range calls {
 		<-c.done
 	}
+}
+
+// spare returns how many connections the pool holds open beside those
+// the running rounds hold (at most 0: another round would have to dial).
+// Called with b.mu held.
+func (b *batcher) spare() int {
+	if b.conns == nil {
+		return b.maxInFlight
+	}
+	return b.conns() - b.running
 }
 
 // late reports whether the q'th queued call would be answered after the
@@ -185,6 +234,9 @@ func (b *batcher) doAll(calls []*call) {
 func (b *batcher) late(q int) bool {
 	rtt := time.Duration(b.rtt.Load())
 	q -= b.lingering * b.size
+	if b.lingering > 0 && b.spare() <= 0 {
+		q -= b.lingering * (maxBatchSize - b.size) // they take the whole queue
+	}
 	if rtt == 0 || q <= 0 {
 		return false
 	}
@@ -205,6 +257,54 @@ func (b *batcher) lingerFor() time.Duration {
 	return min(t/4, max(0, (t-time.Duration(b.rtt.Load()))/2))
 }
 
+// wait lingers for lingerFor, or (gather) until a round answers if one
+// does sooner.
+//
+// A gathering round also stops once the queue has stopped growing for an
+// eighth of that time: the burst has arrived, and every moment more is
+// taken from the round trip its decisions still need.
+func (b *batcher) wait(gather bool) {
+	d := b.lingerFor()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	if !gather {
+		<-t.C
+		return
+	}
+	var answered chan struct{}
+	for answered == nil {
+		if g := b.gathering.Load(); g != nil {
+			answered = g.answered
+		} else if g := (&gathering{time.Now(), make(chan struct{})}); b.gathering.CompareAndSwap(nil, g) {
+			answered = g.answered
+		}
+	}
+	tick := time.NewTicker(max(d/8, time.Millisecond))
+	defer tick.Stop()
+	last := b.queued()
+	for {
+		select {
+		case <-t.C:
+			return
+		case <-answered:
+			return
+		case <-tick.C:
+			q := b.queued()
+			if q <= last {
+				return
+			}
+			last = q
+		}
+	}
+}
+
+// queued returns how many calls are queued.
+func (b *batcher) queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}
+
 // observe adds a round that took d to the moving average of a round's
 // time (7/8 the old, 1/8 the new).
 func (b *batcher) observe(d time.Duration) {
@@ -217,15 +317,16 @@ func (b *batcher) observe(d time.Duration) {
 }
 
 // loop sends rounds until the queue is empty, the first after lingering
-// (linger) to gather a burst.
-func (b *batcher) loop(linger bool) {
+// (linger) to gather a burst; a round gathering on the last open
+// connection (gather) lingers no longer than until a round answers.
+func (b *batcher) loop(linger, gather bool) {
 	defer b.wg.Done()
 	var (
 		batch []*call
 		buf   roundBuf
 	)
 	if linger {
-		time.Sleep(b.lingerFor())
+		b.wait(gather)
 	}
 	for {
 		b.mu.Lock()
@@ -234,6 +335,10 @@ func (b *batcher) loop(linger bool) {
 			linger = false
 		}
 		n := min(len(b.queue), b.size)
+		if n < len(b.queue) && b.spare() <= 0 {
+			// No open connection for another round: take the queue.
+			n = min(len(b.queue), maxBatchSize)
+		}
 		if n == 0 {
 			b.running--
 			b.mu.Unlock()
@@ -245,6 +350,14 @@ func (b *batcher) loop(linger bool) {
 		b.queue = b.queue[:rest]
 		b.mu.Unlock()
 		b.send(batch, &buf)
+		// The callers just answered are runnable, most of them on this
+		// P; under load they ask again at once. Let them queue before
+		// the next round is taken: else it leaves with the few queued
+		// meanwhile, the rest wait a whole round trip for the one after,
+		// and the rounds in flight fall out of balance (one large, one
+		// nearly empty), which leaves the client and Redis waiting on
+		// each other in turn. Under light load there is no one to run.
+		runtime.Gosched()
 	}
 }
 
@@ -275,8 +388,13 @@ func (b *batcher) send(batch []*call, buf *roundBuf) {
 	if len(live) == 0 {
 		return
 	}
-	if took := b.round(live, deadline, buf); took > 0 {
+	if took, at := b.round(live, deadline, buf); took > 0 {
 		b.observe(took)
+		// A round whose answer came before the gathering began (its
+		// loop since delayed) says nothing of the link now.
+		if g := b.gathering.Load(); g != nil && at.After(g.since) && b.gathering.CompareAndSwap(g, nil) {
+			close(g.answered)
+		}
 	}
 }
 

@@ -97,8 +97,9 @@ func (g *group) node() bool { return g.d.node && !g.perKey }
 // round sends live, due by deadline, and hands each call its result as
 // soon as its dest has answered: a server slow to fail holds up only its
 // own decisions. It returns the longest time a dest that answered took
-// (0 when none answered), the round trip the batcher measures.
-func (b *batcher) round(live []*call, deadline time.Time, buf *roundBuf) time.Duration {
+// (0 when none answered), the round trip the batcher measures, and when
+// that answer came, before any call was handed its result.
+func (b *batcher) round(live []*call, deadline time.Time, buf *roundBuf) (time.Duration, time.Time) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	b.build(ctx, live, buf, b.s.declared.Load())
@@ -106,14 +107,16 @@ func (b *batcher) round(live []*call, deadline time.Time, buf *roundBuf) time.Du
 		mu    sync.Mutex
 		moved []*call
 		took  time.Duration
+		at    time.Time
 	)
 	b.sendAll(ctx, buf.groups, func(g *group, d time.Duration) {
+		now := time.Now()
 		var answered bool
 		m := deliver(g, &answered)
 		mu.Lock()
 		moved = append(moved, m...)
-		if answered {
-			took = max(took, d)
+		if answered && d > took {
+			took, at = d, now
 		}
 		mu.Unlock()
 	})
@@ -127,7 +130,7 @@ func (b *batcher) round(live []*call, deadline time.Time, buf *roundBuf) time.Du
 			deliver(g, &answered) // calls per key: none comes back
 		})
 	}
-	return took
+	return took, at
 }
 
 // deliver hands each call of g its result, except those a node call found

@@ -164,6 +164,11 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	s.declared.Store(cfg.declared || readsReplicas(client))
 	s.batch = newBatcher(s, takeScript{s}, r, size, inFlight, pool)
 	s.slotBatch = newBatcher(s, slotScript{}, r, size, inFlight, pool)
+	if c, ok := client.(*redis.Client); ok && s.path == pathBatch {
+		// One pool, which both batchers share: see batcher.conns.
+		conns := func() int { return int(c.PoolStats().TotalConns) }
+		s.batch.conns, s.slotBatch.conns = conns, conns
+	}
 	s.id = newStoreID()
 	s.held.init(s)
 	s.checkMemoryPolicy()
