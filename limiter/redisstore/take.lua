@@ -13,7 +13,13 @@
 -- ARGV[4]: nk, the number of keys passed in ARGV: 0, or for a node call
 --          every request's keys, as KEYS would hold them, after the
 --          policies.
--- ARGV[5]: np, the number of policies, then per policy: n windows, then n
+-- ARGV[5]: the cost of every request of the call (>= 0) when they all
+--          have the same and none asks for a lease or peeks; -1 when each
+--          request carries its own (below).
+-- ARGV[6]: with clock "a", the instant (ms) of every request of the call
+--          when they all have the same, -1 when each request carries its
+--          own (below); 0 with clock "s".
+-- ARGV[7]: np, the number of policies, then per policy: n windows, then n
 --          pairs of limit, window_ms; a calendar rate (a day, a week or a
 --          month in a time zone, whose windows come from the zone's rules,
 --          which Lua does not have) sends -nominal_ms instead, its usual
@@ -24,21 +30,24 @@
 --          script decides in the one that holds TIME. Each policy is sent
 --          once per call, whatever the number of its requests.
 -- Then the nk keys, then per request, as few arguments as it needs:
---          the policy's place (1..np), only when np > 1; now_ms, only
---          with clock "a", followed by the end (ms) of the request's
---          window of each calendar rate (the start is its key's id); then
---          cost (>= 0), or -(cost + 1) followed by want, the lease asked
---          for (>= 0; see lease.go), or -1 for a peek.
+--          the policy's place (1..np), only when np > 1; with clock "a",
+--          now_ms, unless ARGV[6] gave it, followed by the end (ms) of the
+--          request's window of each calendar rate (the start is its key's
+--          id); then, unless ARGV[5] gave it, cost (>= 0), or -(cost + 1)
+--          followed by want, the lease asked for (>= 0; see lease.go), or
+--          -1 for a peek.
 --
--- Reply: {sec, usec} of TIME (0, 0 with clock "a"), then per request:
---        1 + granted when admitted (granted: the units leased), 0 when
---        refused, -1 when its keys are not on this node, -2 when TIME (or
---        the instant a window ahead moved it to) lies outside the calendar
---        windows sent for its policy, so that no window can be named for
---        it (the client's clock and Redis's differ by about a window);
---        the instant decided at in ms (0 with clock "a": the request's
---        own), and the count found in each window before this request
---        (-1 when corrupt). -1 and -2 charged nothing.
+-- Reply: with clock "s", {sec, usec} of TIME first (nothing with clock
+--        "a"); then per request its verdict: 1 + granted when admitted
+--        (granted: the units leased), 0 when refused, -1 when its keys are
+--        not on this node, -2 when TIME (or the instant a window ahead
+--        moved it to) lies outside the calendar windows sent for its
+--        policy, so that no window can be named for it (the client's clock
+--        and Redis's differ by about a window); with clock "s", a request
+--        decided at an instant other than TIME's millisecond (a window
+--        ahead, below) has its verdict v sent as -(v + 3), followed by
+--        that instant in ms; then the count found in each window before
+--        this request (-1 when corrupt). -1 and -2 charged nothing.
 --
 -- A node call decides the requests of many slots that one master of a
 -- Cluster serves, in one script run sent straight to that master. It
@@ -89,7 +98,9 @@ local server = ARGV[1] == 's'
 local margin = tonumber(ARGV[2])
 local nreq = tonumber(ARGV[3])
 local nk = tonumber(ARGV[4])
-local np = tonumber(ARGV[5])
+local callCost = tonumber(ARGV[5])
+local callNow = tonumber(ARGV[6])
+local np = tonumber(ARGV[7])
 local sec, usec, tnow = 0, 0, 0
 if server then
   local t = redis.call('TIME')
@@ -122,7 +133,7 @@ end
 -- by TIME, and that id as HSET writes it, which a stored id is compared
 -- with before it is parsed (off: TIME lies outside a calendar rate's
 -- windows).
-local pols, a = {}, 6
+local pols, a = {}, 8
 for p = 1, np do
   local n = tonumber(ARGV[a])
   local pl = {n = n, lim = {}, wms = {}, cal = {}, ncal = 0, id = {}, ids = {}}
@@ -227,13 +238,17 @@ if not server and nk == 0 then
   mget = redis.call('MGET', unpack(KEYS))
 end
 
-local out, o = {sec, usec}, 2
+local out, o = {}, 0
+if server then
+  out[1], out[2], o = sec, usec, 2
+end
+local first = o -- the reply's length before any request
 
 -- undecided answers a request of n windows that was not decided (verdict
 -- -1 or -2, above), and charged nothing.
 local function undecided(verdict, n)
-  out[o + 1], out[o + 2] = verdict, 0
-  o = o + 2
+  o = o + 1
+  out[o] = verdict
   for _ = 1, n do
     o = o + 1
     out[o] = 0
@@ -250,8 +265,11 @@ for _ = 1, nreq do
   end
   local now = 0
   if not server then
-    now = tonumber(ARGV[a])
-    a = a + 1
+    now = callNow
+    if now < 0 then
+      now = tonumber(ARGV[a])
+      a = a + 1
+    end
     for i = 1, pl.n do
       if pl.cal[i] then
         ends[i] = tonumber(ARGV[a])
@@ -261,10 +279,13 @@ for _ = 1, nreq do
   end
   -- costArg is the cost as the client sent it, passed on to INCRBY as it
   -- is; a lease adds to it (below).
-  local costArg = ARGV[a]
-  local cost = tonumber(costArg)
+  local costArg, cost = ARGV[5], callCost
   local peek, want = false, 0
-  a = a + 1
+  if cost < 0 then
+    costArg = ARGV[a]
+    cost = tonumber(costArg)
+    a = a + 1
+  end
   if cost < 0 then
     cost, costArg = -cost - 1, nil
     want = tonumber(ARGV[a])
@@ -289,7 +310,7 @@ for _ = 1, nreq do
       mget, base = probe, k - 1
     end
     here = type(probe) ~= 'table' or not probe.err
-    if not here and o == 2 and string.find(probe.err, 'undeclared', 1, true) then
+    if not here and o == first and string.find(probe.err, 'undeclared', 1, true) then
       return probe -- the host refuses undeclared keys (see the top)
     end
   end
@@ -458,8 +479,14 @@ for _ = 1, nreq do
         end
       end
 
-      out[o + 1], out[o + 2] = allowed and 1 + granted or 0, server and now or 0
-      o = o + 2
+      local verdict = allowed and 1 + granted or 0
+      if server and now ~= tnow then
+        out[o + 1], out[o + 2] = -verdict - 3, now
+        o = o + 2
+      else
+        o = o + 1
+        out[o] = verdict
+      end
       for i = 1, n do
         o = o + 1
         out[o] = cnt[i]
