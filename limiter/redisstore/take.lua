@@ -130,9 +130,9 @@ end
 -- shortest window (the bound of a window ahead, below); its calendar
 -- rates (cal[i]: with clock "s", the window bounds sent; with clock "a",
 -- true) and how many there are; with clock "s", each window's current id
--- by TIME, and that id as HSET writes it, which a stored id is compared
--- with before it is parsed (off: TIME lies outside a calendar rate's
--- windows).
+-- and end by TIME, and that id as HSET writes it, which a stored id is
+-- compared with before it is parsed (off: TIME lies outside a calendar
+-- rate's windows).
 local pols, a = {}, 8
 for p = 1, np do
   local n = tonumber(ARGV[a])
@@ -157,8 +157,9 @@ for p = 1, np do
         a = a + 4
       end
     end
+    pl.ends = {}
     for i = 1, n do
-      pl.id[i] = window(pl, i, tnow)
+      pl.id[i], pl.ends[i] = window(pl, i, tnow)
       if pl.id[i] == nil then
         pl.off = true
       else
@@ -257,6 +258,19 @@ end
 -- Per-window scratch, reused by every request (Lua tables cost more than
 -- the commands they would save).
 local cnt, found, fresh, ends, bare, ws = {}, {}, {}, {}, {}, {}
+
+-- ttl returns, with clock "a", how long the window of the policy's i'th
+-- rate that holds now has left, plus the margin: the expiry of its count.
+-- A calendar window's end was sent, in ends.
+local function ttl(pl, i, now)
+  local e = ends[i]
+  if not pl.cal[i] then
+    local w = pl.wms[i]
+    e = (math.floor(now / w) + 1) * w
+  end
+  return e - now + margin
+end
+
 local pl = pols[1]
 for _ = 1, nreq do
   if np > 1 then
@@ -270,10 +284,12 @@ for _ = 1, nreq do
       now = tonumber(ARGV[a])
       a = a + 1
     end
-    for i = 1, pl.n do
-      if pl.cal[i] then
-        ends[i] = tonumber(ARGV[a])
-        a = a + 1
+    if pl.ncal > 0 then
+      for i = 1, pl.n do
+        if pl.cal[i] then
+          ends[i] = tonumber(ARGV[a])
+          a = a + 1
+        end
       end
     end
   end
@@ -295,9 +311,6 @@ for _ = 1, nreq do
     end
   end
   local n, lim, wms, shortest = pl.n, pl.lim, pl.wms, pl.shortest
-  for i = 1, n do
-    fresh[i], bare[i] = nil, false
-  end
 
   -- A node call: is this request's slot here? (See the top.)
   local here = true
@@ -320,8 +333,9 @@ for _ = 1, nreq do
   elseif server and pl.off then
     undecided(-2, n)
   else
-    -- named: every window could be named at the instant decided at.
-    local named = true
+    -- named: every window could be named at the instant decided at;
+    -- allowed: every window has room for the cost.
+    local named, allowed = true, true
     if server then
       -- Read every window first. A stored window id ahead of TIME's (Redis's
       -- clock stepped back: an NTP step, a failover to a node whose clock
@@ -348,20 +362,24 @@ for _ = 1, nreq do
         if h[1] == false and h[2] == false and redis.call('EXISTS', key) == 1 then
           h = {'corrupt', '-1'} -- a foreign hash
         end
+        local c = seen[h[2]]
+        if c == nil then
+          c = count(h[2])
+        end
+        cnt[i] = c or -1 -- a hash of ours has both fields
         if h[1] == pl.ids[i] then
-          ws[i] = pl.id[i] -- the current window: the common case
+          ws[i], found[i] = pl.id[i], true -- the current window: the common case
         else
           ws[i] = windowID(h[1])
+          found[i] = h[1] ~= false or h[2] ~= false
+          -- Only a malformed id (not a plain whole number) is corrupt:
+          -- refused, its value left as it is, and never allowed to move the
+          -- instant decided at.
+          if found[i] and ws[i] == nil then
+            cnt[i] = -1
+          end
         end
-        found[i] = h[1] ~= false or h[2] ~= false
-        cnt[i] = count(h[2]) or -1 -- a hash of ours has both fields
-        -- Only a malformed id (not a plain whole number) is corrupt: refused,
-        -- its value left as it is, and never allowed to move the instant
-        -- decided at.
-        if found[i] and ws[i] == nil then
-          cnt[i] = -1
-        end
-        if ws[i] ~= nil then
+        if ws[i] ~= nil and ws[i] ~= pl.id[i] then
           local start = ws[i] -- a calendar window's id is its start
           if not pl.cal[i] then
             start = ws[i] * wms[i]
@@ -372,15 +390,23 @@ for _ = 1, nreq do
         end
       end
       for i = 1, n do
-        local id, e = window(pl, i, now)
+        local id, e = pl.id[i], pl.ends[i]
+        if now ~= tnow then
+          id, e = window(pl, i, now)
+        end
         if id == nil then
           named = false -- moved past the calendar windows sent
           break
         end
         ends[i] = e
+        fresh[i] = nil
+        local c = cnt[i]
         if not found[i] or ws[i] ~= nil and ws[i] ~= id then
-          cnt[i] = 0
-          fresh[i] = id
+          c = 0
+          cnt[i], fresh[i] = c, id
+        end
+        if cost > lim[i] or c < 0 or c > lim[i] - cost then
+          allowed = false
         end
       end
     else
@@ -393,11 +419,15 @@ for _ = 1, nreq do
             v = '-1' -- a foreign value of another type: corrupt
           end
         end
-        local c = count(v)
+        local c = seen[v]
+        if c == nil then
+          c = count(v)
+        end
         found[i] = c ~= nil
-        cnt[i] = c or 0
-        if not pl.cal[i] then -- a calendar window's end was sent
-          ends[i] = (math.floor(now / wms[i]) + 1) * wms[i]
+        c = c or 0
+        cnt[i] = c
+        if cost > lim[i] or c < 0 or c > lim[i] - cost then
+          allowed = false
         end
       end
     end
@@ -405,14 +435,6 @@ for _ = 1, nreq do
     if not named then
       undecided(-2, n)
     else
-      local allowed = true
-      for i = 1, n do
-        local c = cnt[i]
-        if cost > lim[i] or c < 0 or c > lim[i] - cost then
-          allowed = false
-        end
-      end
-
       -- The lease: what every window can spare after this request.
       local granted = 0
       if allowed and not peek and want > 0 then
@@ -442,11 +464,9 @@ for _ = 1, nreq do
         local charged = cost + granted
         for i = 1, n do
           local c = cnt[i]
-          if found[i] and (not allowed or fresh[i] == nil and (c + charged >= 2147483648
+          bare[i] = found[i] and (not allowed or fresh[i] == nil and (c + charged >= 2147483648
                 or bit.bxor(c, c + charged) > c))
-              and redis.call('PTTL', K[k + i - 1]) == -1 then
-            bare[i] = true
-          end
+              and redis.call('PTTL', K[k + i - 1]) == -1
         end
         for i = 1, n do
           local key = K[k + i - 1]
@@ -462,19 +482,16 @@ for _ = 1, nreq do
                 redis.call('PEXPIREAT', key, ends[i] + margin)
               end
             end
-          else
-            local ttl = ends[i] - now + margin
-            if allowed and not found[i] then
-              redis.call('SET', key, costArg, 'PX', ttl)
-              known[key] = cost + granted
-            else
-              if allowed then
-                known[key] = redis.call('INCRBY', key, costArg)
-              end
-              if bare[i] then
-                redis.call('PEXPIRE', key, ttl)
-              end
+          elseif allowed and found[i] then
+            known[key] = redis.call('INCRBY', key, costArg)
+            if bare[i] then
+              redis.call('PEXPIRE', key, ttl(pl, i, now))
             end
+          elseif allowed then
+            redis.call('SET', key, costArg, 'PX', ttl(pl, i, now))
+            known[key] = cost + granted
+          elseif bare[i] then
+            redis.call('PEXPIRE', key, ttl(pl, i, now))
           end
         end
       end
