@@ -78,20 +78,23 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 	}
 	// One cost for the call when every request has it and none leases or
 	// peeks, and (the application's clock) one instant when every request
-	// has it: arguments a request then need not carry.
-	cost, now := calls[0].req.Cost, calls[0].req.Now.UnixMilli()
+	// has it: arguments a request then need not carry. Otherwise each
+	// request sends its instant as an offset from the call's earliest,
+	// base: a short number, which Go boxes without allocating.
+	cost, base, last := calls[0].req.Cost, calls[0].req.Now.UnixMilli(), int64(0)
+	last = base
 	for _, cl := range calls {
 		if cost >= 0 && (cl.req.Cost != cost || cl.req.Peek || cl.want > 0) {
 			cost = -1
 		}
-		if now >= 0 && cl.req.Now.UnixMilli() != now {
-			now = -1
-		}
+		ms := cl.req.Now.UnixMilli()
+		base, last = min(base, ms), max(last, ms)
 	}
+	offsets := c.clock == appClock && last != base
 	if c.clock == serverClock {
-		now = 0
+		base = 0
 	}
-	dst = append(dst, clock, c.margin.Milliseconds(), len(calls), len(argKeys), cost, now, len(pols))
+	dst = append(dst, clock, c.margin.Milliseconds(), len(calls), len(argKeys), len(pols), cost, base, b2i(offsets))
 	calendars := false // some policy of the call has a calendar rate
 	for _, p := range pols {
 		pk := kc.get(p)
@@ -114,8 +117,8 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 		}
 		if c.clock == appClock {
 			ms := req.Now.UnixMilli()
-			if now < 0 {
-				dst = append(dst, ms)
+			if offsets {
+				dst = append(dst, ms-base)
 			}
 			if calendars {
 				dst = appendEnds(dst, kc.get(req.Policy), ms)
@@ -132,6 +135,14 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 		}
 	}
 	return dst, pols
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // appendSpans appends, for each calendar rate of pk, the starts of the

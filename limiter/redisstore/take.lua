@@ -13,13 +13,16 @@
 -- ARGV[4]: nk, the number of keys passed in ARGV: 0, or for a node call
 --          every request's keys, as KEYS would hold them, after the
 --          policies.
--- ARGV[5]: the cost of every request of the call (>= 0) when they all
+-- ARGV[5]: np, the number of policies.
+-- ARGV[6]: the cost of every request of the call (>= 0) when they all
 --          have the same and none asks for a lease or peeks; -1 when each
 --          request carries its own (below).
--- ARGV[6]: with clock "a", the instant (ms) of every request of the call
---          when they all have the same, -1 when each request carries its
---          own (below); 0 with clock "s".
--- ARGV[7]: np, the number of policies, then per policy: n windows, then n
+-- ARGV[7]: at0: with clock "a", the earliest instant (ms) of the
+--          requests of the call; 0 with clock "s".
+-- ARGV[8]: 1 when each request carries its instant as an offset from
+--          at0 (below), 0 when every request's instant is at0.
+--          (ARGV[6] to ARGV[8] may be left out of a call of no request.)
+-- ARGV[9] on: per policy: n windows, then n
 --          pairs of limit, window_ms; a calendar rate (a day, a week or a
 --          month in a time zone, whose windows come from the zone's rules,
 --          which Lua does not have) sends -nominal_ms instead, its usual
@@ -31,9 +34,9 @@
 --          once per call, whatever the number of its requests.
 -- Then the nk keys, then per request, as few arguments as it needs:
 --          the policy's place (1..np), only when np > 1; with clock "a",
---          now_ms, unless ARGV[6] gave it, followed by the end (ms) of the
+--          now_ms - at0 when ARGV[8] is 1, then the end (ms) of the
 --          request's window of each calendar rate (the start is its key's
---          id); then, unless ARGV[5] gave it, cost (>= 0), or -(cost + 1)
+--          id); then, unless ARGV[6] gave it, cost (>= 0), or -(cost + 1)
 --          followed by want, the lease asked for (>= 0; see lease.go), or
 --          -1 for a peek.
 --
@@ -98,9 +101,10 @@ local server = ARGV[1] == 's'
 local margin = tonumber(ARGV[2])
 local nreq = tonumber(ARGV[3])
 local nk = tonumber(ARGV[4])
-local callCost = tonumber(ARGV[5])
-local callNow = tonumber(ARGV[6])
-local np = tonumber(ARGV[7])
+local np = tonumber(ARGV[5])
+local callCost = tonumber(ARGV[6])
+local at0 = tonumber(ARGV[7])
+local offsets = ARGV[8] == '1'
 local sec, usec, tnow = 0, 0, 0
 if server then
   local t = redis.call('TIME')
@@ -133,7 +137,7 @@ end
 -- and end by TIME, and that id as HSET writes it, which a stored id is
 -- compared with before it is parsed (off: TIME lies outside a calendar
 -- rate's windows).
-local pols, a = {}, 8
+local pols, a = {}, 9
 for p = 1, np do
   local n = tonumber(ARGV[a])
   local pl = {n = n, lim = {}, wms = {}, cal = {}, ncal = 0, id = {}, ids = {}}
@@ -279,9 +283,9 @@ for _ = 1, nreq do
   end
   local now = 0
   if not server then
-    now = callNow
-    if now < 0 then
-      now = tonumber(ARGV[a])
+    now = at0
+    if offsets then
+      now = at0 + tonumber(ARGV[a])
       a = a + 1
     end
     if pl.ncal > 0 then
@@ -295,7 +299,7 @@ for _ = 1, nreq do
   end
   -- costArg is the cost as the client sent it, passed on to INCRBY as it
   -- is; a lease adds to it (below).
-  local costArg, cost = ARGV[5], callCost
+  local costArg, cost = ARGV[6], callCost
   local peek, want = false, 0
   if cost < 0 then
     costArg = ARGV[a]
