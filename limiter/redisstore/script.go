@@ -81,8 +81,8 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 	// has it: arguments a request then need not carry. Otherwise each
 	// request sends its instant as an offset from the call's earliest,
 	// base: a short number, which Go boxes without allocating.
-	cost, base, last := calls[0].req.Cost, calls[0].req.Now.UnixMilli(), int64(0)
-	last = base
+	cost, base := calls[0].req.Cost, calls[0].req.Now.UnixMilli()
+	last := base
 	for _, cl := range calls {
 		if cost >= 0 && (cl.req.Cost != cost || cl.req.Peek || cl.want > 0) {
 			cost = -1
