@@ -118,9 +118,9 @@ func (s *Store) runEmpty(ctx context.Context, c redis.UniversalClient, node stri
 // runScript runs take.lua with no request on c, declaring key unless it
 // is empty.
 func (s *Store) runScript(ctx context.Context, c redis.UniversalClient, key string) error {
-	args := []any{"evalsha", takeHash, 0, "s", 0, 0, 0, 0, 0, 0}
+	args := []any{"evalsha", takeHash, 0, "s", 0, 0, 0, 0}
 	if key != "" {
-		args = []any{"evalsha", takeHash, 1, key, "s", 0, 0, 0, 0, 0, 0}
+		args = []any{"evalsha", takeHash, 1, key, "s", 0, 0, 0, 0}
 	}
 	_, err := s.send(ctx, c, args, false)
 	if isNoScript(err) {
