@@ -62,28 +62,40 @@ func (pk *policyKeys) window(i int, ms int64) (id, start, end int64) {
 // policyMemo memoises a value per policy. Policies are usually few and
 // long-lived; a resolver that builds policies per request must not grow it
 // without end, so past maxCachedPolicies entries the value is computed
-// afresh each time instead of stored.
+// afresh each time instead of stored. The entry last found is kept aside:
+// a store under one policy (the usual case) looks it up several times per
+// decision, and a pointer comparison costs less than the map.
 type policyMemo[V any] struct {
-	m sync.Map
-	n atomic.Int64
+	m    sync.Map // *limiter.Policy -> *memoEntry[V]
+	n    atomic.Int64
+	last atomic.Pointer[memoEntry[V]]
+}
+
+type memoEntry[V any] struct {
+	p *limiter.Policy
+	v V
 }
 
 // maxCachedPolicies bounds the per-policy caches of a Store.
 const maxCachedPolicies = 256
 
 func (c *policyMemo[V]) get(p *limiter.Policy, compute func(*limiter.Policy) V) V {
-	if v, ok := c.m.Load(p); ok {
-		return v.(V)
+	if e := c.last.Load(); e != nil && e.p == p {
+		return e.v
+	}
+	if e, ok := c.m.Load(p); ok {
+		c.last.Store(e.(*memoEntry[V]))
+		return e.(*memoEntry[V]).v
 	}
 	v := compute(p)
 	if c.n.Load() >= maxCachedPolicies {
 		return v
 	}
-	got, loaded := c.m.LoadOrStore(p, v)
+	got, loaded := c.m.LoadOrStore(p, &memoEntry[V]{p, v})
 	if !loaded {
 		c.n.Add(1)
 	}
-	return got.(V)
+	return got.(*memoEntry[V]).v
 }
 
 type keyCache struct{ policyMemo[*policyKeys] }

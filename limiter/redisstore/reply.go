@@ -85,31 +85,28 @@ func (r *replyReader) line(kind byte) (int64, error) {
 }
 
 // parseReply splits the reply into the results of len(out) requests, the
-// i'th with windows(i) windows: Redis's TIME (seconds, microseconds), then
-// per request the verdict, the instant decided at and the count of each
-// window before the request. A verdict of -1 (a node call's request
-// whose keys were not on its node) sets elsewhere; only the reply of a
-// node call (node) may hold one. A verdict of -2 (Redis's TIME outside
-// the calendar windows sent) sets offClock.
-func parseReply(r *replyReader, windows func(i int) int, out []result, node bool) error {
+// i'th with windows(i) windows: with Redis's clock (server), its TIME
+// (seconds, microseconds) first; then per request the verdict, the
+// instant decided at when it is not TIME's millisecond (server: a verdict
+// v below -2 stands for -(v + 3), followed by that instant) and the count
+// of each window before the request. A verdict of -1 (a node call's
+// request whose keys were not on its node) sets elsewhere; only the reply
+// of a node call (node) may hold one. A verdict of -2 (Redis's TIME
+// outside the calendar windows sent) sets offClock.
+func parseReply(r *replyReader, windows func(i int) int, out []result, node, server bool) error {
 	total, err := r.array()
 	if err != nil {
 		return err
 	}
-	want := int64(2)
-	for i := range out {
-		want += 2 + int64(windows(i))
-	}
-	if total != want {
-		return fmt.Errorf("%w: %d values for %d requests, want %d", ErrBadReply, total, len(out), want)
-	}
-	sec, err := r.int()
-	if err != nil {
-		return err
-	}
-	usec, err := r.int()
-	if err != nil {
-		return err
+	var want, sec, usec int64
+	if server {
+		want = 2
+		if sec, err = r.int(); err != nil {
+			return err
+		}
+		if usec, err = r.int(); err != nil {
+			return err
+		}
 	}
 	for i := range out {
 		res := &out[i]
@@ -117,11 +114,15 @@ func parseReply(r *replyReader, windows func(i int) int, out []result, node bool
 		if err != nil {
 			return err
 		}
-		at, err := r.int()
-		if err != nil {
-			return err
-		}
-		if a < -2 || a == -1 && !node {
+		want++
+		at := sec*1000 + usec/1000
+		if server && a <= -3 {
+			a = -a - 3
+			if at, err = r.int(); err != nil {
+				return err
+			}
+			want++
+		} else if a < -2 || a == -1 && !node {
 			return fmt.Errorf("%w: verdict %d", ErrBadReply, a)
 		}
 		res.allowed, res.at, res.sec, res.usec, res.granted = a >= 1, at, sec, usec, max(0, a-1)
@@ -131,6 +132,10 @@ func parseReply(r *replyReader, windows func(i int) int, out []result, node bool
 				return err
 			}
 		}
+		want += int64(windows(i))
+	}
+	if total != want {
+		return fmt.Errorf("%w: %d values for %d requests, want %d", ErrBadReply, total, len(out), want)
 	}
 	if n := r.left(); n != 0 {
 		return fmt.Errorf("%w: %d left over", ErrBadReply, n)

@@ -48,18 +48,20 @@ func (t takeScript) args(dst []any, calls []*call, argKeys []string, buf *roundB
 	return dst
 }
 
-func (takeScript) parse(sc *scriptCall, node bool) error {
-	return parseReply(&sc.reply, func(i int) int { return sc.nwin[i] }, sc.res, node)
+func (t takeScript) parse(sc *scriptCall, node bool) error {
+	return parseReply(&sc.reply, func(i int) int { return sc.nwin[i] }, sc.res, node, t.s.cfg.clock == serverClock)
 }
 
 func (takeScript) source() string { return takeSource }
 func (takeScript) hash() string   { return takeHash }
 
 // appendArgs appends the script's arguments for calls, after the command
-// and its declared keys (see take.lua): the header; each distinct policy
-// of calls once, its windows' limits and lengths; argKeys, the keys of a
-// node call (none otherwise); then each request's own arguments, as few
-// as it needs. pols is scratch for the policies, returned for reuse.
+// and its declared keys (see take.lua): the header, with the cost and
+// (the application's clock) the instant of every request when they all
+// share them; each distinct policy of calls once, its windows' limits and
+// lengths; argKeys, the keys of a node call (none otherwise); then each
+// request's own arguments, as few as it needs. pols is scratch for the
+// policies, returned for reuse.
 func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []string, pols []*limiter.Policy) ([]any, []*limiter.Policy) {
 	clock := "a"
 	if c.clock == serverClock {
@@ -74,7 +76,25 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 			pols = append(pols, cl.req.Policy)
 		}
 	}
-	dst = append(dst, clock, c.margin.Milliseconds(), len(calls), len(argKeys), len(pols))
+	// One cost for the call when every request has it and none leases or
+	// peeks, and (the application's clock) one instant when every request
+	// has it: arguments a request then need not carry. Otherwise each
+	// request sends its instant as an offset from the call's earliest,
+	// base: a short number, which Go boxes without allocating.
+	cost, base := calls[0].req.Cost, calls[0].req.Now.UnixMilli()
+	last := base
+	for _, cl := range calls {
+		if cost >= 0 && (cl.req.Cost != cost || cl.req.Peek || cl.want > 0) {
+			cost = -1
+		}
+		ms := cl.req.Now.UnixMilli()
+		base, last = min(base, ms), max(last, ms)
+	}
+	offsets := c.clock == appClock && last != base
+	if c.clock == serverClock {
+		base = 0
+	}
+	dst = append(dst, clock, c.margin.Milliseconds(), len(calls), len(argKeys), len(pols), cost, base, b2i(offsets))
 	calendars := false // some policy of the call has a calendar rate
 	for _, p := range pols {
 		pk := kc.get(p)
@@ -97,12 +117,15 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 		}
 		if c.clock == appClock {
 			ms := req.Now.UnixMilli()
-			dst = append(dst, ms)
+			if offsets {
+				dst = append(dst, ms-base)
+			}
 			if calendars {
 				dst = appendEnds(dst, kc.get(req.Policy), ms)
 			}
 		}
 		switch {
+		case cost >= 0:
 		case req.Peek:
 			dst = append(dst, -1-req.Cost, -1)
 		case cl.want > 0:
@@ -112,6 +135,14 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 		}
 	}
 	return dst, pols
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // appendSpans appends, for each calendar rate of pk, the starts of the

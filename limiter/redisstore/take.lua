@@ -13,7 +13,16 @@
 -- ARGV[4]: nk, the number of keys passed in ARGV: 0, or for a node call
 --          every request's keys, as KEYS would hold them, after the
 --          policies.
--- ARGV[5]: np, the number of policies, then per policy: n windows, then n
+-- ARGV[5]: np, the number of policies.
+-- ARGV[6]: the cost of every request of the call (>= 0) when they all
+--          have the same and none asks for a lease or peeks; -1 when each
+--          request carries its own (below).
+-- ARGV[7]: at0: with clock "a", the earliest instant (ms) of the
+--          requests of the call; 0 with clock "s".
+-- ARGV[8]: 1 when each request carries its instant as an offset from
+--          at0 (below), 0 when every request's instant is at0.
+--          (ARGV[6] to ARGV[8] may be left out of a call of no request.)
+-- ARGV[9] on: per policy: n windows, then n
 --          pairs of limit, window_ms; a calendar rate (a day, a week or a
 --          month in a time zone, whose windows come from the zone's rules,
 --          which Lua does not have) sends -nominal_ms instead, its usual
@@ -24,21 +33,24 @@
 --          script decides in the one that holds TIME. Each policy is sent
 --          once per call, whatever the number of its requests.
 -- Then the nk keys, then per request, as few arguments as it needs:
---          the policy's place (1..np), only when np > 1; now_ms, only
---          with clock "a", followed by the end (ms) of the request's
---          window of each calendar rate (the start is its key's id); then
---          cost (>= 0), or -(cost + 1) followed by want, the lease asked
---          for (>= 0; see lease.go), or -1 for a peek.
+--          the policy's place (1..np), only when np > 1; with clock "a",
+--          now_ms - at0 when ARGV[8] is 1, then the end (ms) of the
+--          request's window of each calendar rate (the start is its key's
+--          id); then, unless ARGV[6] gave it, cost (>= 0), or -(cost + 1)
+--          followed by want, the lease asked for (>= 0; see lease.go), or
+--          -1 for a peek.
 --
--- Reply: {sec, usec} of TIME (0, 0 with clock "a"), then per request:
---        1 + granted when admitted (granted: the units leased), 0 when
---        refused, -1 when its keys are not on this node, -2 when TIME (or
---        the instant a window ahead moved it to) lies outside the calendar
---        windows sent for its policy, so that no window can be named for
---        it (the client's clock and Redis's differ by about a window);
---        the instant decided at in ms (0 with clock "a": the request's
---        own), and the count found in each window before this request
---        (-1 when corrupt). -1 and -2 charged nothing.
+-- Reply: with clock "s", {sec, usec} of TIME first (nothing with clock
+--        "a"); then per request its verdict: 1 + granted when admitted
+--        (granted: the units leased), 0 when refused, -1 when its keys are
+--        not on this node, -2 when TIME (or the instant a window ahead
+--        moved it to) lies outside the calendar windows sent for its
+--        policy, so that no window can be named for it (the client's clock
+--        and Redis's differ by about a window); with clock "s", a request
+--        decided at an instant other than TIME's millisecond (a window
+--        ahead, below) has its verdict v sent as -(v + 3), followed by
+--        that instant in ms; then the count found in each window before
+--        this request (-1 when corrupt). -1 and -2 charged nothing.
 --
 -- A node call decides the requests of many slots that one master of a
 -- Cluster serves, in one script run sent straight to that master. It
@@ -90,6 +102,9 @@ local margin = tonumber(ARGV[2])
 local nreq = tonumber(ARGV[3])
 local nk = tonumber(ARGV[4])
 local np = tonumber(ARGV[5])
+local callCost = tonumber(ARGV[6])
+local at0 = tonumber(ARGV[7])
+local offsets = ARGV[8] == '1'
 local sec, usec, tnow = 0, 0, 0
 if server then
   local t = redis.call('TIME')
@@ -119,10 +134,10 @@ end
 -- shortest window (the bound of a window ahead, below); its calendar
 -- rates (cal[i]: with clock "s", the window bounds sent; with clock "a",
 -- true) and how many there are; with clock "s", each window's current id
--- by TIME, and that id as HSET writes it, which a stored id is compared
--- with before it is parsed (off: TIME lies outside a calendar rate's
--- windows).
-local pols, a = {}, 6
+-- and end by TIME, and that id as HSET writes it, which a stored id is
+-- compared with before it is parsed (off: TIME lies outside a calendar
+-- rate's windows).
+local pols, a = {}, 9
 for p = 1, np do
   local n = tonumber(ARGV[a])
   local pl = {n = n, lim = {}, wms = {}, cal = {}, ncal = 0, id = {}, ids = {}}
@@ -146,8 +161,9 @@ for p = 1, np do
         a = a + 4
       end
     end
+    pl.ends = {}
     for i = 1, n do
-      pl.id[i] = window(pl, i, tnow)
+      pl.id[i], pl.ends[i] = window(pl, i, tnow)
       if pl.id[i] == nil then
         pl.off = true
       else
@@ -227,13 +243,17 @@ if not server and nk == 0 then
   mget = redis.call('MGET', unpack(KEYS))
 end
 
-local out, o = {sec, usec}, 2
+local out, o = {}, 0
+if server then
+  out[1], out[2], o = sec, usec, 2
+end
+local first = o -- the reply's length before any request
 
 -- undecided answers a request of n windows that was not decided (verdict
 -- -1 or -2, above), and charged nothing.
 local function undecided(verdict, n)
-  out[o + 1], out[o + 2] = verdict, 0
-  o = o + 2
+  o = o + 1
+  out[o] = verdict
   for _ = 1, n do
     o = o + 1
     out[o] = 0
@@ -242,6 +262,19 @@ end
 -- Per-window scratch, reused by every request (Lua tables cost more than
 -- the commands they would save).
 local cnt, found, fresh, ends, bare, ws = {}, {}, {}, {}, {}, {}
+
+-- ttl returns, with clock "a", how long the window of the policy's i'th
+-- rate that holds now has left, plus the margin: the expiry of its count.
+-- A calendar window's end was sent, in ends.
+local function ttl(pl, i, now)
+  local e = ends[i]
+  if not pl.cal[i] then
+    local w = pl.wms[i]
+    e = (math.floor(now / w) + 1) * w
+  end
+  return e - now + margin
+end
+
 local pl = pols[1]
 for _ = 1, nreq do
   if np > 1 then
@@ -250,21 +283,29 @@ for _ = 1, nreq do
   end
   local now = 0
   if not server then
-    now = tonumber(ARGV[a])
-    a = a + 1
-    for i = 1, pl.n do
-      if pl.cal[i] then
-        ends[i] = tonumber(ARGV[a])
-        a = a + 1
+    now = at0
+    if offsets then
+      now = at0 + tonumber(ARGV[a])
+      a = a + 1
+    end
+    if pl.ncal > 0 then
+      for i = 1, pl.n do
+        if pl.cal[i] then
+          ends[i] = tonumber(ARGV[a])
+          a = a + 1
+        end
       end
     end
   end
   -- costArg is the cost as the client sent it, passed on to INCRBY as it
   -- is; a lease adds to it (below).
-  local costArg = ARGV[a]
-  local cost = tonumber(costArg)
+  local costArg, cost = ARGV[6], callCost
   local peek, want = false, 0
-  a = a + 1
+  if cost < 0 then
+    costArg = ARGV[a]
+    cost = tonumber(costArg)
+    a = a + 1
+  end
   if cost < 0 then
     cost, costArg = -cost - 1, nil
     want = tonumber(ARGV[a])
@@ -274,9 +315,6 @@ for _ = 1, nreq do
     end
   end
   local n, lim, wms, shortest = pl.n, pl.lim, pl.wms, pl.shortest
-  for i = 1, n do
-    fresh[i], bare[i] = nil, false
-  end
 
   -- A node call: is this request's slot here? (See the top.)
   local here = true
@@ -289,7 +327,7 @@ for _ = 1, nreq do
       mget, base = probe, k - 1
     end
     here = type(probe) ~= 'table' or not probe.err
-    if not here and o == 2 and string.find(probe.err, 'undeclared', 1, true) then
+    if not here and o == first and string.find(probe.err, 'undeclared', 1, true) then
       return probe -- the host refuses undeclared keys (see the top)
     end
   end
@@ -299,8 +337,9 @@ for _ = 1, nreq do
   elseif server and pl.off then
     undecided(-2, n)
   else
-    -- named: every window could be named at the instant decided at.
-    local named = true
+    -- named: every window could be named at the instant decided at;
+    -- allowed: every window has room for the cost.
+    local named, allowed = true, true
     if server then
       -- Read every window first. A stored window id ahead of TIME's (Redis's
       -- clock stepped back: an NTP step, a failover to a node whose clock
@@ -327,20 +366,24 @@ for _ = 1, nreq do
         if h[1] == false and h[2] == false and redis.call('EXISTS', key) == 1 then
           h = {'corrupt', '-1'} -- a foreign hash
         end
+        local c = seen[h[2]]
+        if c == nil then
+          c = count(h[2])
+        end
+        cnt[i] = c or -1 -- a hash of ours has both fields
         if h[1] == pl.ids[i] then
-          ws[i] = pl.id[i] -- the current window: the common case
+          ws[i], found[i] = pl.id[i], true -- the current window: the common case
         else
           ws[i] = windowID(h[1])
+          found[i] = h[1] ~= false or h[2] ~= false
+          -- Only a malformed id (not a plain whole number) is corrupt:
+          -- refused, its value left as it is, and never allowed to move the
+          -- instant decided at.
+          if found[i] and ws[i] == nil then
+            cnt[i] = -1
+          end
         end
-        found[i] = h[1] ~= false or h[2] ~= false
-        cnt[i] = count(h[2]) or -1 -- a hash of ours has both fields
-        -- Only a malformed id (not a plain whole number) is corrupt: refused,
-        -- its value left as it is, and never allowed to move the instant
-        -- decided at.
-        if found[i] and ws[i] == nil then
-          cnt[i] = -1
-        end
-        if ws[i] ~= nil then
+        if ws[i] ~= nil and ws[i] ~= pl.id[i] then
           local start = ws[i] -- a calendar window's id is its start
           if not pl.cal[i] then
             start = ws[i] * wms[i]
@@ -351,15 +394,23 @@ for _ = 1, nreq do
         end
       end
       for i = 1, n do
-        local id, e = window(pl, i, now)
+        local id, e = pl.id[i], pl.ends[i]
+        if now ~= tnow then
+          id, e = window(pl, i, now)
+        end
         if id == nil then
           named = false -- moved past the calendar windows sent
           break
         end
         ends[i] = e
+        fresh[i] = nil
+        local c = cnt[i]
         if not found[i] or ws[i] ~= nil and ws[i] ~= id then
-          cnt[i] = 0
-          fresh[i] = id
+          c = 0
+          cnt[i], fresh[i] = c, id
+        end
+        if cost > lim[i] or c < 0 or c > lim[i] - cost then
+          allowed = false
         end
       end
     else
@@ -372,11 +423,15 @@ for _ = 1, nreq do
             v = '-1' -- a foreign value of another type: corrupt
           end
         end
-        local c = count(v)
+        local c = seen[v]
+        if c == nil then
+          c = count(v)
+        end
         found[i] = c ~= nil
-        cnt[i] = c or 0
-        if not pl.cal[i] then -- a calendar window's end was sent
-          ends[i] = (math.floor(now / wms[i]) + 1) * wms[i]
+        c = c or 0
+        cnt[i] = c
+        if cost > lim[i] or c < 0 or c > lim[i] - cost then
+          allowed = false
         end
       end
     end
@@ -384,14 +439,6 @@ for _ = 1, nreq do
     if not named then
       undecided(-2, n)
     else
-      local allowed = true
-      for i = 1, n do
-        local c = cnt[i]
-        if cost > lim[i] or c < 0 or c > lim[i] - cost then
-          allowed = false
-        end
-      end
-
       -- The lease: what every window can spare after this request.
       local granted = 0
       if allowed and not peek and want > 0 then
@@ -421,11 +468,9 @@ for _ = 1, nreq do
         local charged = cost + granted
         for i = 1, n do
           local c = cnt[i]
-          if found[i] and (not allowed or fresh[i] == nil and (c + charged >= 2147483648
+          bare[i] = found[i] and (not allowed or fresh[i] == nil and (c + charged >= 2147483648
                 or bit.bxor(c, c + charged) > c))
-              and redis.call('PTTL', K[k + i - 1]) == -1 then
-            bare[i] = true
-          end
+              and redis.call('PTTL', K[k + i - 1]) == -1
         end
         for i = 1, n do
           local key = K[k + i - 1]
@@ -441,25 +486,28 @@ for _ = 1, nreq do
                 redis.call('PEXPIREAT', key, ends[i] + margin)
               end
             end
-          else
-            local ttl = ends[i] - now + margin
-            if allowed and not found[i] then
-              redis.call('SET', key, costArg, 'PX', ttl)
-              known[key] = cost + granted
-            else
-              if allowed then
-                known[key] = redis.call('INCRBY', key, costArg)
-              end
-              if bare[i] then
-                redis.call('PEXPIRE', key, ttl)
-              end
+          elseif allowed and found[i] then
+            known[key] = redis.call('INCRBY', key, costArg)
+            if bare[i] then
+              redis.call('PEXPIRE', key, ttl(pl, i, now))
             end
+          elseif allowed then
+            redis.call('SET', key, costArg, 'PX', ttl(pl, i, now))
+            known[key] = cost + granted
+          elseif bare[i] then
+            redis.call('PEXPIRE', key, ttl(pl, i, now))
           end
         end
       end
 
-      out[o + 1], out[o + 2] = allowed and 1 + granted or 0, server and now or 0
-      o = o + 2
+      local verdict = allowed and 1 + granted or 0
+      if server and now ~= tnow then
+        out[o + 1], out[o + 2] = -verdict - 3, now
+        o = o + 2
+      else
+        o = o + 1
+        out[o] = verdict
+      end
       for i = 1, n do
         o = o + 1
         out[o] = cnt[i]
