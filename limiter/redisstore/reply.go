@@ -1,6 +1,10 @@
 package redisstore
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
 
 // replyReader reads the script's reply, a flat array of integers, from
 // either source: raw RESP bytes (Batch on one node, and a Cluster's node
@@ -123,6 +127,11 @@ func parseReply(r *replyReader, windows func(i int) int, out []result, node, ser
 			}
 			want++
 		} else if a < -2 || a == -1 && !node {
+			return fmt.Errorf("%w: verdict %d", ErrBadReply, a)
+		}
+		if a > 1+limiter.MaxLimit {
+			// No admission grants more than MaxLimit units (a
+			// moved verdict of MinInt64 wraps to here too).
 			return fmt.Errorf("%w: verdict %d", ErrBadReply, a)
 		}
 		res.allowed, res.at, res.sec, res.usec, res.granted = a >= 1, at, sec, usec, max(0, a-1)

@@ -2,8 +2,11 @@ package redisstore
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
+
+	"github.com/fixedwindow/ratelimit/limiter"
 )
 
 // TestParseReplyRaw reads replies as the batcher gets them: raw RESP.
@@ -82,6 +85,10 @@ func TestParseReplyParsed(t *testing.T) {
 		{"off_clock", []any{int64(12), int64(345), int64(-2), int64(0), int64(-4), int64(6), int64(2)}, 2, false,
 			[]result{{offClock: true, at: 12000, sec: 12, usec: 345}, {allowed: true, at: 6, sec: 12, usec: 345, counts: [4]int64{2}}}, nil},
 		{"verdict_below_minus_two_application_clock", []any{int64(-3), int64(0), int64(0)}, 1, true, nil, ErrBadReply},
+		// A verdict past what any admission grants (1 + MaxLimit) is
+		// not an answer: never an admission of 2^63 units.
+		{"verdict_past_the_largest_grant", []any{int64(0), int64(0), int64(limiter.MaxLimit + 2), int64(7)}, 1, false, nil, ErrBadReply},
+		{"moved_verdict_min_int64", []any{int64(0), int64(0), int64(math.MinInt64), int64(6), int64(7)}, 1, false, nil, ErrBadReply},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
