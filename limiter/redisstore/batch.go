@@ -271,12 +271,17 @@ func (b *batcher) wait(gather bool) {
 		<-t.C
 		return
 	}
+	// Join the gathering under way, unless it began longer ago than a
+	// linger lasts: then the round that set it got no answer (a round
+	// that answers clears it), and an answer since would end this one at
+	// once, though it came before this one began.
 	var answered chan struct{}
 	for answered == nil {
-		if g := b.gathering.Load(); g != nil {
+		g := b.gathering.Load()
+		if g != nil && time.Since(g.since) <= d {
 			answered = g.answered
-		} else if g := (&gathering{time.Now(), make(chan struct{})}); b.gathering.CompareAndSwap(nil, g) {
-			answered = g.answered
+		} else if ng := (&gathering{time.Now(), make(chan struct{})}); b.gathering.CompareAndSwap(g, ng) {
+			answered = ng.answered
 		}
 	}
 	tick := time.NewTicker(max(d/8, time.Millisecond))

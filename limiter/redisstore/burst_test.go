@@ -192,3 +192,20 @@ func roundsRunning(b *batcher) int {
 	defer b.mu.Unlock()
 	return b.running
 }
+
+// TestGatheringStaleReplaced: a gathering left by a round that got no
+// answer (a round that answers clears it) is not joined by a later one,
+// whose wait an answer older than itself would otherwise end at once.
+func TestGatheringStaleReplaced(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: redistest.SharedAddr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	s := newStore(t, c, WithTimeout(40*time.Millisecond))
+	stale := &gathering{since: time.Now().Add(-time.Minute), answered: make(chan struct{})}
+	s.batch.gathering.Store(stale)
+	began := time.Now()
+	s.batch.wait(true) // nothing queued: it ends when the queue stops growing
+	g := s.batch.gathering.Load()
+	if g == stale || g == nil || g.since.Before(began) {
+		t.Fatalf("the wait joined a gathering begun before it (%v ago)", time.Since(stale.since))
+	}
+}
