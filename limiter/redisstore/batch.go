@@ -146,9 +146,10 @@ func (b *batcher) submit(ctx context.Context, c *call, expired <-chan time.Time)
 	gather := false
 	if (start || linger) && b.running > 0 && b.conns != nil {
 		switch free := b.conns() - b.running; {
-		case free <= 0 && b.lingering > 0:
+		case free <= 0 && b.lingering > 0 && !linger && !b.late(len(b.queue)):
 			// It would dial, while a round gathering on an open
-			// connection will take the queue.
+			// connection will take the queue in time. (A call late
+			// even so gets its round: a dial is its only chance.)
 			start, linger = false, false
 		case free == 1 && start && len(b.queue) < b.size && b.running > b.lingering:
 			// The last open connection, while a round is out whose
