@@ -80,7 +80,8 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 	// peeks, and (the application's clock) one instant when every request
 	// has it: arguments a request then need not carry. Otherwise each
 	// request sends its instant as an offset from the call's earliest,
-	// base: a short number, which Go boxes without allocating.
+	// base: a short number (under 256 ms, as the calls of one round
+	// usually are, Go boxes it without allocating).
 	cost, base := calls[0].req.Cost, calls[0].req.Now.UnixMilli()
 	last := base
 	for _, cl := range calls {
