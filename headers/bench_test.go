@@ -60,5 +60,4 @@ func BenchmarkWrite(b *testing.B) {
 	run("deny_legacy", decide(single, false))
 	run("allow_draft", decide(single, true), WithDraftHeaders())
 	run("allow_draft_layered", decide(layered, true), WithDraftHeaders())
-	run("allow_draft_every_window", decide(layered, true), WithDraftHeaders(), WithEveryWindow())
 }

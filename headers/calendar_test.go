@@ -30,11 +30,13 @@ func TestWriteCalendar(t *testing.T) {
 		reset  time.Time
 		length time.Duration
 		unit   string
+		// minuteLeft is the minute window's t: the seconds to its end.
+		minuteLeft int64
 	}{
-		{"spring_forward_day", day, time.Date(2026, 3, 29, 20, 0, 0, 0, paris), time.Date(2026, 3, 30, 0, 0, 0, 0, paris), 23 * time.Hour, "day"},
-		{"autumn_day", day, time.Date(2026, 10, 25, 20, 0, 0, 0, paris), time.Date(2026, 10, 26, 0, 0, 0, 0, paris), 25 * time.Hour, "day"},
-		{"ordinary_day", day, time.Date(2026, 7, 31, 23, 59, 30, 0, paris), time.Date(2026, 8, 1, 0, 0, 0, 0, paris), 24 * time.Hour, "day"},
-		{"january", month, time.Date(2026, 1, 31, 12, 0, 0, 0, paris), time.Date(2026, 2, 1, 0, 0, 0, 0, paris), 31 * 24 * time.Hour, "month"},
+		{"spring_forward_day", day, time.Date(2026, 3, 29, 20, 0, 0, 0, paris), time.Date(2026, 3, 30, 0, 0, 0, 0, paris), 23 * time.Hour, "day", 60},
+		{"autumn_day", day, time.Date(2026, 10, 25, 20, 0, 0, 0, paris), time.Date(2026, 10, 26, 0, 0, 0, 0, paris), 25 * time.Hour, "day", 60},
+		{"ordinary_day", day, time.Date(2026, 7, 31, 23, 59, 30, 0, paris), time.Date(2026, 8, 1, 0, 0, 0, 0, paris), 24 * time.Hour, "day", 30},
+		{"january", month, time.Date(2026, 1, 31, 12, 0, 0, 0, paris), time.Date(2026, 2, 1, 0, 0, 0, 0, paris), 31 * 24 * time.Hour, "month", 60},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, _ := newLimiter(t, tt.p, tt.at)
@@ -51,7 +53,7 @@ func TestWriteCalendar(t *testing.T) {
 				"X-RateLimit-Remaining": "0",
 				"X-RateLimit-Reset":     strconv.FormatInt(tt.reset.Unix(), 10),
 				"Retry-After":           strconv.FormatInt(secs, 10),
-				"RateLimit":             name + ";r=0;t=" + strconv.FormatInt(secs, 10),
+				"RateLimit":             name + ";r=0;t=" + strconv.FormatInt(secs, 10) + `, "plan-1m";r=597;t=` + strconv.FormatInt(tt.minuteLeft, 10),
 				"RateLimit-Policy":      name + ";q=3;w=" + strconv.FormatInt(int64(tt.length/time.Second), 10) + `, "plan-1m";q=600;w=60`,
 			} {
 				if got := h.Get(field); got != want {
@@ -77,14 +79,15 @@ func TestWriteCalendar(t *testing.T) {
 }
 
 // TestWriteCalendarEveryWindow lists each window with its own reset, and
-// names two days of two zones apart.
+// names two days of two zones apart; X-RateLimit-* keep the deciding
+// window alone.
 func TestWriteCalendarEveryWindow(t *testing.T) {
 	paris, tokyo := storetest.Zone(t, "Europe/Paris"), storetest.Zone(t, "Asia/Tokyo")
 	p := limiter.MustPolicy("plan", limiter.PerDayIn(10, paris), limiter.PerDayIn(20, tokyo), limiter.Rate{Limit: 30, Window: 24 * time.Hour})
 	at := time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC) // 14:00 in Paris, 21:00 in Tokyo
 	l, _ := newLimiter(t, p, at)
 	d := allow(t, l, 1)
-	w := newWriter(t, WithDraftHeaders(), WithEveryWindow())
+	w := newWriter(t, WithDraftHeaders())
 	h := http.Header{}
 	w.Write(h, &d)
 	if got, want := h.Get("RateLimit"), `"plan-day@Europe/Paris";r=9;t=36000, "plan-day@Asia/Tokyo";r=19;t=10800, "plan-1d";r=29;t=43200`; got != want {
@@ -93,12 +96,10 @@ func TestWriteCalendarEveryWindow(t *testing.T) {
 	if got, want := h.Get("RateLimit-Policy"), `"plan-day@Europe/Paris";q=10;w=86400, "plan-day@Asia/Tokyo";q=20;w=86400, "plan-1d";q=30;w=86400`; got != want {
 		t.Errorf("RateLimit-Policy = %q, want %q", got, want)
 	}
-	// The deciding window, alone, is Paris's day (the least remaining),
-	// not the fixed day of the same length.
-	h = http.Header{}
-	newWriter(t, WithDraftHeaders()).Write(h, &d)
-	if got, want := h.Get("RateLimit"), `"plan-day@Europe/Paris";r=9;t=36000`; got != want {
-		t.Errorf("RateLimit = %q, want %q", got, want)
+	// The deciding window, in X-RateLimit-*, is Paris's day (the least
+	// remaining), not the fixed day of the same length.
+	if got, want := h.Get("X-RateLimit-Remaining")+" "+h.Get("X-RateLimit-Limit"), "9 10"; got != want {
+		t.Errorf("X-RateLimit-Remaining and -Limit = %q, want %q", got, want)
 	}
 }
 

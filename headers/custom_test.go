@@ -14,9 +14,9 @@ var newYear = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // TestWriteDraftUndatedDecision: a Decision not made by limiter.Decide (a
 // custom Limiter's) has no DecidedAt of its own. Dated (limiter.Dated, as
-// the middleware does), t is the seconds until the reset, and
-// WithEveryWindow, which cannot compute the other windows of a decision
-// Decide did not make, lists the deciding window alone.
+// the middleware does), t is the seconds until the reset, and RateLimit,
+// which cannot compute the other windows of a decision Decide did not
+// make, lists the deciding window alone.
 func TestWriteDraftUndatedDecision(t *testing.T) {
 	custom := limiter.MustPolicy("custom", limiter.PerMinute(10))
 	layered := limiter.MustPolicy("api", limiter.PerMinute(100), limiter.PerSecond(5))
@@ -31,10 +31,10 @@ func TestWriteDraftUndatedDecision(t *testing.T) {
 		{"with_policy", nil,
 			limiter.Decision{Allowed: true, Limit: 10, Remaining: 7, ResetAt: newYear.Add(time.Minute), Window: time.Minute, Policy: custom},
 			`"custom";r=7;t=60`, `"custom";q=10;w=60`, ""},
-		{"with_policy_every_window", []Option{WithEveryWindow()},
+		{"with_policy_every_window", nil,
 			limiter.Decision{Allowed: true, Limit: 10, Remaining: 7, ResetAt: newYear.Add(time.Minute), Window: time.Minute, Policy: custom},
 			`"custom";r=7;t=60`, `"custom";q=10;w=60`, ""},
-		{"layered_every_window", []Option{WithEveryWindow()},
+		{"layered_every_window", nil,
 			limiter.Decision{Allowed: true, Limit: 5, Remaining: 2, ResetAt: newYear.Add(time.Second), Window: time.Second, Policy: layered},
 			`"api-1s";r=2;t=1`, `"api-1m";q=100;w=60, "api-1s";q=5;w=1`, ""},
 		{"denied", nil,

@@ -60,10 +60,8 @@ func TestWriteDraftLayered(t *testing.T) {
 		rateLimit string
 		retry     string
 	}{
-		{"deciding_window_is_closest_to_exhaustion", nil, 3, `"api-1s";r=2;t=1`, ""},
-		{"denied_by_the_second_window", nil, 6, `"api-1s";r=0;t=1`, "1"},
-		{"every_window", []Option{WithEveryWindow()}, 3, `"api-1m";r=97;t=30, "api-1s";r=2;t=1`, ""},
-		{"every_window_denied", []Option{WithEveryWindow()}, 6, `"api-1m";r=95;t=30, "api-1s";r=0;t=1`, "1"},
+		{"every_window", nil, 3, `"api-1m";r=97;t=30, "api-1s";r=2;t=1`, ""},
+		{"every_window_denied_by_the_second", nil, 6, `"api-1m";r=95;t=30, "api-1s";r=0;t=1`, "1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,7 +151,6 @@ func TestNewRejects(t *testing.T) {
 		{"duplicate_name", []Option{WithNames(Names{Limit: "X-Same", Remaining: "x-same"})}, "X-Same"},
 		{"nil_option", []Option{nil}, "nil"},
 		// An option that cannot apply is refused, not ignored.
-		{"every_window_without_draft", []Option{WithEveryWindow()}, "WithEveryWindow() does not apply"},
 		{"draft_name_without_draft", []Option{WithNames(Names{RateLimit: "X-Draft"})}, "does not apply"},
 		{"draft_policy_name_without_draft", []Option{WithNames(Names{RateLimitPolicy: "X-Draft-Policy"})}, "does not apply"},
 		{"legacy_name_without_legacy", []Option{WithDraftHeaders(), WithoutLegacyHeaders(), WithNames(Names{Limit: "X-Limit"})}, "does not apply"},

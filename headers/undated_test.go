@@ -14,7 +14,7 @@ import (
 // Dated by limiter.Dated (as the middleware does), it is written at
 // that instant, else Write dates it by the system clock, so t
 // is the seconds until the reset, never the reset's Unix time, and
-// WithEveryWindow lists the one window whose numbers it carries.
+// RateLimit lists the one window whose numbers it carries.
 func TestWriteUndatedDecision(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := limiter.MustPolicy("custom", limiter.PerMinute(10), limiter.PerSecond(5))
@@ -27,7 +27,7 @@ func TestWriteUndatedDecision(t *testing.T) {
 		rateLimit string
 	}{
 		{"allowed", nil, allowed, `"custom-1m";r=7;t=60`},
-		{"allowed_every_window", []Option{WithEveryWindow()}, allowed, `"custom-1m";r=7;t=60`},
+		{"allowed_every_window", nil, allowed, `"custom-1m";r=7;t=60`},
 		{"denied", nil, denied, `"custom-1m";r=0;t=20`},
 		{"no_policy", nil, limiter.Decision{Allowed: true, Limit: 10, Remaining: 3, ResetAt: at.Add(45 * time.Second), Window: time.Minute}, `"default";r=3;t=45`},
 	}

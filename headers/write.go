@@ -240,9 +240,9 @@ func (w *Writer) policyList(d *limiter.Decision, applied []*limiter.Policy) stri
 }
 
 // appendDraft appends the RateLimit value of d to b and returns where it
-// starts, the new b and the RateLimit-Policy value. A decision not made
-// by limiter.Decide describes its deciding window only (NumWindows is 0),
-// so WithEveryWindow lists the deciding window alone for it.
+// starts, the new b and the RateLimit-Policy value: every window of d's
+// policy. A decision not made by limiter.Decide describes its deciding
+// window only (NumWindows is 0), which is then listed alone.
 func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int, []byte, string) {
 	start := len(b)
 	n := d.NumWindows()
@@ -256,7 +256,7 @@ func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int,
 	if isCap(d) {
 		return start, appendCapItem(b, info.quoted[0], d.Remaining), policy
 	}
-	if !w.everyWindow || n == 0 {
+	if n == 0 {
 		i := info.deciding(d)
 		if i < 0 {
 			q := `"` + windowName(d.Policy, d.Window) + `"`

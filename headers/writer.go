@@ -11,13 +11,12 @@ import (
 // its settings are fixed at construction. A Writer is safe for concurrent
 // use. The zero Writer is not usable.
 type Writer struct {
-	names       Names
-	legacy      bool
-	draft       bool
-	everyWindow bool
-	problem     *problem
-	policies    policyCache
-	ints        intCache
+	names    Names
+	legacy   bool
+	draft    bool
+	problem  *problem
+	policies policyCache
+	ints     intCache
 }
 
 // problem holds the parts of a problem+json body fixed at construction,
@@ -30,7 +29,7 @@ type problem struct {
 // checks them all, once, and reports a bad one as an error wrapping
 // ErrInvalidOption that names it. A nil Option is such an error, and so
 // is an option that does not apply to the Writer the others make: see
-// WithEveryWindow and WithNames.
+// WithNames.
 type Option func(*config)
 
 // config is what the options set, for New to check.
@@ -38,7 +37,6 @@ type config struct {
 	names        Names
 	noLegacy     bool
 	draft        bool
-	everyWindow  bool
 	problem      bool
 	problemType  string
 	problemTitle string
@@ -56,8 +54,6 @@ func New(opts ...Option) (*Writer, error) {
 		o(&c)
 	}
 	switch n := c.names; {
-	case c.everyWindow && !c.draft:
-		return nil, fmt.Errorf("%w: WithEveryWindow() does not apply without WithDraftHeaders(): it lists windows in the draft RateLimit field", ErrInvalidOption)
 	case !c.draft && (n.RateLimit != "" || n.RateLimitPolicy != ""):
 		return nil, fmt.Errorf("%w: WithNames(%+v) does not apply: it renames the draft fields, which only WithDraftHeaders() sends", ErrInvalidOption, n)
 	case c.noLegacy && (n.Limit != "" || n.Remaining != "" || n.Reset != ""):
@@ -67,7 +63,7 @@ func New(opts ...Option) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{names: names, legacy: !c.noLegacy, draft: c.draft, everyWindow: c.everyWindow}
+	w := &Writer{names: names, legacy: !c.noLegacy, draft: c.draft}
 	if c.problem {
 		if w.problem, err = newProblem(c.problemType, c.problemTitle); err != nil {
 			return nil, err
@@ -92,7 +88,7 @@ func (w *Writer) Lower() *Writer {
 	for _, p := range []*string{&n.Limit, &n.Remaining, &n.Reset, &n.RetryAfter, &n.RateLimit, &n.RateLimitPolicy} {
 		*p = strings.ToLower(*p)
 	}
-	return &Writer{names: n, legacy: w.legacy, draft: w.draft, everyWindow: w.everyWindow, problem: w.problem}
+	return &Writer{names: n, legacy: w.legacy, draft: w.draft, problem: w.problem}
 }
 
 // WithDraftHeaders turns on the fields of the IETF draft
@@ -108,24 +104,25 @@ func (w *Writer) Lower() *Writer {
 // A calendar window (limiter.PerDayIn) is named after its period
 // ("plan-day") and its w is the length of the window current at the
 // decision: 82800 on a day of 23 hours.
-// RateLimit names the deciding window only (the one closest to exhaustion,
-// or on a denial the refusing one that resets last), as the draft's
-// multiple-window example does; see WithEveryWindow. Default: off.
+// RateLimit lists every window of the decision's policy, in the
+// policy's order, each as an item of its own (the draft allows one item
+// per policy, and names each window as one): a customer sees the
+// month's balance beside the minute's, where X-RateLimit-* describe
+// only the deciding window (the one closest to exhaustion, or on a
+// denial the refusing one that resets last). On a denial a window that
+// did not refuse announces its own reset, which may be later than
+// Retry-After; the draft gives Retry-After precedence. A Decision not
+// made by limiter.Decide (a custom Limiter's) describes its deciding
+// window only, and RateLimit lists that one. With several policies
+// applied to one response (stacked middlewares, WithLimiter),
+// RateLimit lists the windows of the most restrictive decision, and
+// RateLimit-Policy every policy. Default: off.
 //
 // Every number is an RFC 9651 Integer, at most 15 digits: NewPolicy
 // bounds limits by limiter.MaxLimit, so what a limiter decides always
 // fits, and the numbers of a Decision made some other way are clamped
 // into 0 to limiter.MaxLimit.
 func WithDraftHeaders() Option { return func(c *config) { c.draft = true } }
-
-// WithEveryWindow makes the draft RateLimit field list every window of a
-// layered policy, in the policy's order, rather than the deciding one
-// (the default). A Decision not made by limiter.Decide describes its
-// deciding window only, and is written as without this option. On a
-// denial a window that did not refuse may then announce a reset later
-// than Retry-After; the draft gives Retry-After precedence. Without
-// WithDraftHeaders there is no RateLimit field, and New refuses it.
-func WithEveryWindow() Option { return func(c *config) { c.everyWindow = true } }
 
 // WithoutLegacyHeaders drops X-RateLimit-Limit, X-RateLimit-Remaining and
 // X-RateLimit-Reset, for services that send the draft fields only.

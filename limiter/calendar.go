@@ -113,6 +113,8 @@ func calendarSpan(r Rate) span {
 		perUnit: maxSpent / float64(r.Limit),
 		key:     -int64(h.Sum64()>>1) - 1,
 		cal:     calendar.NewCache(r.period, r.loc),
+		name:    r.calendarName(),
+		label:   r.calendarName(),
 	}
 }
 

@@ -6,15 +6,21 @@ import (
 	"sync"
 )
 
-// Stores keep counters by policy id (see Store), so two limiters of equal
-// policies on one store count into one budget (and two InFlights of one
-// name into one cap: their policy ids are "<name>:in-flight"). Nothing in their use says
-// so: two routes each given a limiter of the policy "by-ip" on one Redis
-// store admit the limit across both, where each was meant to admit it.
-// So a limiter given a store claims its policy id on that store for as
-// long as it lives, and New refuses a second live claim. Sharing a budget
-// on purpose means sharing one Limiter; replicas share one through their
-// own store values, each claiming once.
+// Stores keep a key's counters by policy name and window (see Policy),
+// so two limiters of one policy ID (name and windows) on one store count
+// into one budget (and two InFlights of one name into one cap: their
+// policy ids are "<name>:in-flight"). Nothing in their use says so: two
+// routes each given a limiter of the policy "by-ip" on one Redis store
+// admit the limit across both, where each was meant to admit it. So a
+// limiter given a store claims its policy id on that store for as long
+// as it lives, and New refuses a second live claim, whatever the limits.
+// Sharing a budget on purpose means sharing one Limiter, or deciding
+// under other limits with Limiter.WithLimits, which shares its claim;
+// replicas share one through their own store values, each claiming
+// once. Policies of one name and other windows (a plan per time zone:
+// a month in Paris and a minute, a month in Tokyo and a minute) are
+// other ids: each limiter counts its own windows, and the windows they
+// have in common (the minute) are one per client key, as they should be.
 //
 // The claims are kept here, by store value, rather than by the stores:
 // Store is an interface users implement, and a claim must hold for every

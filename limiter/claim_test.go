@@ -10,8 +10,9 @@ import (
 
 // Two limiters of one policy on one store would count into one budget:
 // New refuses the second while the first lives, and takes it once the
-// first is closed or collected. Other stores, other names and other rates
-// are other budgets.
+// first is closed or collected. Other stores, other names and other
+// windows are other budgets; another limit of the same name and window
+// is the same usage (counters carry no limit), refused too.
 func TestEqualPoliciesOnOneStoreRefused(t *testing.T) {
 	store, err := NewMemoryStore(WithSweepInterval(0))
 	if err != nil {
@@ -34,13 +35,24 @@ func TestEqualPoliciesOnOneStoreRefused(t *testing.T) {
 		t.Fatalf("second limiter of one policy on one store: err %v, want ErrInvalidOption naming the policy", err)
 	}
 	for _, tt := range []struct {
+		name string
+		p    *Policy
+	}{
+		{"other_limit", MustPolicy("by-ip", PerMinute(3))},
+	} {
+		if _, err := New(tt.p, WithStore(store)); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("%s: err %v, want ErrInvalidOption: the two would share their counters", tt.name, err)
+		}
+	}
+	for _, tt := range []struct {
 		name  string
 		p     *Policy
 		store *MemoryStore
 	}{
 		{"other_store", p, other},
 		{"other_name", MustPolicy("by-ip-login", PerMinute(2)), store},
-		{"other_rate", MustPolicy("by-ip", PerMinute(3)), store},
+		{"other_window", MustPolicy("by-ip", PerHour(10)), store},
+		{"other_windows_one_shared", MustPolicy("by-ip", PerSecond(1), PerMinute(2)), store},
 	} {
 		l, err := New(tt.p, WithStore(tt.store))
 		if err != nil {

@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"math"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/window"
@@ -31,7 +30,8 @@ const msBound = 1 << 62
 // A window refuses when cost > limit, or when count > limit − cost: the
 // comparison is arranged so that nothing can overflow, however large a
 // stored count is. A negative stored count is corrupt and treated as a full
-// window, so corruption fails closed.
+// window, so corruption fails closed. A count above the limit (a limit
+// lowered under it) refuses every cost and reads as Remaining 0.
 func Decide(p *Policy, prior [MaxWindows]State, now time.Time, cost int64) (next [MaxWindows]State, d Decision) {
 	decide(p, &prior, now, cost, &next, &d)
 	return next, d
@@ -76,9 +76,12 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 		next[i] = st
 		count := st.Count
 		if count < 0 {
-			count = math.MaxInt64
+			count = limit // corrupt: a full window, which refuses every cost
 		}
-		d.remaining[i] = remaining(limit, count)
+		// What is left before this request, below zero for a key in
+		// debt (a limit lowered under its count, a settle past it):
+		// Used reads it back, Remaining clamps it.
+		d.remaining[i] = limit - count
 		if cost > limit || count > limit-cost {
 			if deny < 0 || end > ends[deny] {
 				deny = i
@@ -108,18 +111,11 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 // fill copies window i's status to the decision's headline fields.
 func (d *Decision) fill(i int, end, ms int64, sub time.Duration) {
 	r := &d.Policy.rates[i]
-	d.Limit, d.Remaining, d.Window = r.Limit, d.remaining[i], r.Window
+	d.Limit, d.Remaining, d.Window = r.Limit, max(0, d.remaining[i]), r.Window
 	if r.Window == 0 { // a calendar rate: the length of the window decided in
 		start, _ := d.Policy.spans[i].cal.Window(ms)
 		d.Window = time.Duration(end-start) * time.Millisecond
 	}
 	d.ResetAt = time.UnixMilli(end)
 	d.RetryAfter = time.Duration(end-ms)*time.Millisecond - sub
-}
-
-func remaining(limit, count int64) int64 {
-	if count >= limit {
-		return 0
-	}
-	return limit - count
 }

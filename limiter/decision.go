@@ -86,12 +86,21 @@ func Refundable(d Decision, p *Policy) (bool, error) {
 	return true, nil
 }
 
-// A WindowStatus describes one window of a layered policy after a decision.
+// A WindowStatus describes one window of a policy after a decision: its
+// limit, what the key has used of it and what remains.
 type WindowStatus struct {
-	Limit     int64
+	Limit int64
+	// Used is the cost charged to the key in the window, this decision's
+	// included when it charged. It exceeds Limit for a key in debt (its
+	// limit lowered under what it had used, a cost settled past it).
+	Used int64
+	// Remaining is Limit − Used, never below zero.
 	Remaining int64
 	Window    time.Duration // the window's length (a calendar window's, its own)
-	resetMs   int64
+	// Name names the window: its length ("1m0s"), or a calendar rate's
+	// period and zone ("month@Europe/Paris").
+	Name    string
+	resetMs int64
 }
 
 // ResetAt returns the aligned end of this window.
@@ -130,10 +139,14 @@ func (d *Decision) NumWindows() int {
 // Window is the length of the window the decision was made in.
 func (d *Decision) WindowAt(i int) WindowStatus {
 	r := d.Policy.rates[i]
-	if sp := &d.Policy.spans[i]; sp.cal != nil {
+	sp := &d.Policy.spans[i]
+	left := d.remaining[i]
+	ws := WindowStatus{Limit: r.Limit, Used: r.Limit - left, Remaining: max(0, left), Window: r.Window, Name: sp.label}
+	if sp.cal != nil {
 		start, end := sp.cal.Window(d.nowMs)
-		return WindowStatus{Limit: r.Limit, Remaining: d.remaining[i], Window: time.Duration(end-start) * time.Millisecond, resetMs: end}
+		ws.Window, ws.resetMs = time.Duration(end-start)*time.Millisecond, end
+		return ws
 	}
-	_, _, end := window.ID(d.nowMs, r.Window.Milliseconds())
-	return WindowStatus{Limit: r.Limit, Remaining: d.remaining[i], Window: r.Window, resetMs: end}
+	_, _, ws.resetMs = window.ID(d.nowMs, r.Window.Milliseconds())
+	return ws
 }

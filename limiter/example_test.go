@@ -102,6 +102,6 @@ func ExamplePerDayIn() {
 	fmt.Println(p.ID())
 	fmt.Println(d.Allowed, d.Remaining, d.Window, d.ResetAt.In(paris))
 	// Output:
-	// plan:100/day@Europe/Paris:600/60000
+	// plan:day@Europe/Paris:60000
 	// true 99 23h0m0s 2026-03-30 00:00:00 +0200 CEST
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 )
 
 // defaultInFlightLease is WithInFlightLease's default.
@@ -150,7 +151,7 @@ func newInFlightPolicy(name string, max int64) (*Policy, error) {
 		return nil, fmt.Errorf("%w: in-flight cap %q: max %d must be in [1, %d]", ErrInvalidPolicy, name, max, MaxLimit)
 	}
 	id := name + ":in-flight"
-	return &Policy{name: name, id: id, tag: fnv64a(id), inFlight: max}, nil
+	return &Policy{name: name, id: id, tag: fnv64a(id), uid: unique.Make(id), inFlight: max}, nil
 }
 
 // fnv64a is FNV-1a of s, as NewPolicy tags a policy.
@@ -284,7 +285,7 @@ func (f *InFlight) policyFor(m int64) *Policy {
 	if p := f.reduced.Load(); p != nil && p.inFlight == m {
 		return p
 	}
-	p := &Policy{name: f.policy.name, id: f.policy.id, tag: f.policy.tag, inFlight: m}
+	p := &Policy{name: f.policy.name, id: f.policy.id, tag: f.policy.tag, uid: f.policy.uid, inFlight: m}
 	f.reduced.Store(p)
 	return p
 }

@@ -36,16 +36,32 @@ import (
 // key. The limiter reads its clock once per decision (WithClock), so tests
 // cross windows by moving a fake clock instead of sleeping.
 //
+// A limit is looked up when a request is decided, never stored: the
+// counters belong to the key, under the policy's name and windows. So
+// WithLimits returns a limiter that decides the same usage under other
+// limits, for plans chosen per key or per request (a customer's plan
+// looked up in a database): a customer moved from 1,000 a month to 2,000
+// within a month keeps what they used.
+//
 // Build a Limiter with New, and Close it when done to stop the in-memory
 // store's sweep. A Limiter is safe for concurrent use. The zero Limiter has
 // no policy and no store and is not usable.
 type Limiter struct {
-	policy  *Policy
+	policy *Policy
+	*shared
+}
+
+// shared is what a limiter New made and the limiters its WithLimits
+// returns have in common: the store, the clock, the claim and the life.
+// The claim ends when shared is closed or unreachable, so while any of
+// them is in use it holds.
+type shared struct {
 	store   Store
 	clock   Clock
 	owned   *MemoryStore // the default store, closed by Close
 	release func()       // gives up the policy's claim on a store given with WithStore (see claim)
 	closed  atomic.Bool
+	plans   plans // WithLimits' limiters
 }
 
 // An Option configures New. An option only records its argument; New
@@ -69,14 +85,15 @@ type config struct {
 // close it, so one store may serve several limiters. A nil store is an
 // error, not a request for the default: leave the option out for that.
 //
-// Stores count by policy (name and rates), so limiters of equal policies
-// on one store would share one budget without saying so. New refuses a
-// limiter whose policy another live limiter already counts on the same
-// store value: give each its own policy name, or, to share a budget on
-// purpose (two routes, or an HTTP and a gRPC door), share one Limiter. A
-// limiter's claim ends with Close, or when it is garbage collected.
-// Replicas, each with a store value of its own on one Redis, share the
-// limit as they should.
+// Stores count by policy name and window (see Policy), so limiters of
+// one policy ID on one store would share one budget without saying so,
+// whatever their limits. New refuses a limiter whose policy ID another
+// live limiter already counts on the same store value: give each its own
+// policy name, or, to share a budget on purpose (two routes, or an HTTP
+// and a gRPC door), share one Limiter, or decide under other limits with
+// its WithLimits. A limiter's claim ends with Close, or when it is
+// garbage collected. Replicas, each with a store value of its own on one
+// Redis, share the limit as they should.
 func WithStore(s Store) Option {
 	return func(c *config) { c.store, c.storeSet = s, true }
 }
@@ -114,12 +131,13 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 	case c.leaseSet:
 		return nil, fmt.Errorf("%w: WithInFlightLease(%v) does not apply to New: it sets an InFlight's lease (NewInFlight)", ErrInvalidOption, c.lease)
 	}
-	l := &Limiter{policy: p, store: c.store, clock: c.clock}
+	l := &Limiter{policy: p, shared: &shared{store: c.store, clock: c.clock}}
 	if c.storeSet {
-		release, ok := claim(l, c.store, p.ID())
+		release, ok := claim(l.shared, c.store, p.ID())
 		if !ok {
 			return nil, fmt.Errorf("%w: WithStore: policy %q (%s) is already counted on this store by another limiter: "+
-				"the two would share one budget; give each limiter a policy of its own name, or share one Limiter",
+				"the two would share one budget; give each limiter a policy of its own name, share one Limiter, "+
+				"or decide under other limits with its WithLimits",
 				ErrInvalidOption, p.Name(), p)
 		}
 		l.release = release
@@ -211,9 +229,14 @@ func (l *Limiter) check(ctx context.Context, key string, cost int64) error {
 	return ctx.Err()
 }
 
-// Reset forgets key's counters: its next request starts a fresh budget.
-// It reads the clock once, for stores that find the current windows by
-// the time (see Store).
+// Reset forgets key's counters: its next request starts a fresh budget,
+// under every limit (WithLimits shares them). It reads the clock once,
+// for stores that find the current windows by the time (see Store).
+//
+// On the memory store it takes effect at once. On a store shared by
+// replicas (redisstore) the counters go at once, and every replica obeys
+// within one second: what a replica keeps locally (its over-limit
+// cache, its leases) is at most a second old when it decides by it.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.closed.Load() {
 		return ErrClosed
@@ -247,9 +270,11 @@ func (l *Limiter) Policy() *Policy { return l.policy }
 // decided by. The middleware reads it to date requests for AllowAt.
 func (l *Limiter) Clock() Clock { return l.clock }
 
-// Close ends the limiter: later calls return ErrClosed. It also closes the
-// default store if the limiter made it; a store passed with WithStore is
-// left open for its owner and any other limiter on it. Close is idempotent.
+// Close ends the limiter, and the limiters its WithLimits returned (or,
+// called on one of those, the limiter it came from and all of them):
+// later calls return ErrClosed. It also closes the default store if the
+// limiter made it; a store passed with WithStore is left open for its
+// owner and any other limiter on it. Close is idempotent.
 func (l *Limiter) Close() error {
 	l.closed.Store(true)
 	if l.release != nil {

@@ -2,10 +2,10 @@ package limiter
 
 import (
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"strings"
 	"time"
+	"unique"
 
 	"github.com/fixedwindow/ratelimit/internal/calendar"
 )
@@ -101,17 +101,29 @@ func (r Rate) validate() error {
 // invalid and every method that needs rates reports so. A Policy is
 // immutable and safe to share.
 //
-// Stores keep counters under the policy's name and rates, so a policy whose
-// rates change starts from fresh counters, and two limiters of one
-// identical policy on one store would share counters: New refuses the
-// second while the first lives (see WithStore). Give policies distinct
-// names to keep them apart.
+// Usage belongs to the key, the limit to the policy. Stores keep a key's
+// counter of each window under the policy's name and that window (its
+// length, or its period and zone), never under a limit: a limit is
+// looked up when a request is decided. So a deploy that changes a limit
+// keeps what every key has used; two versions of a service running side
+// by side during a rolling deploy count one usage, each applying its own
+// limit; and a customer moved to another plan within a month keeps what
+// they used (WithLimits, Limiter.WithLimits). Two limiters of one policy
+// ID (name and windows) on one store would share their counters: New
+// refuses the second while the first lives (see WithStore). Policies of
+// one name and some other windows share the counters of the windows they
+// have in common, per client key: a plan per time zone, each a month in
+// its zone and a minute, keeps one minute's count for a customer who
+// moves zone. Give policies distinct names to keep them apart.
 type Policy struct {
 	name  string
 	rates []Rate
 	spans []span // per rate, precomputed for the hot path
-	id    string // name and rates, canonical: namespaces storage keys
-	tag   uint64 // FNV-1a of id
+	id    string // name and windows, canonical: namespaces storage keys
+	tag   uint64 // FNV-1a of the name: the memory store's hash of the policy, beside each window's table
+	// uid is id, interned: policies of one ID (WithLimits') compare
+	// equal by a pointer, for stores that key local state by usage.
+	uid unique.Handle[string]
 	// inFlight is an in-flight cap's maximum (NewInFlight), which has
 	// no rates; 0 for a policy of rates.
 	inFlight int64
@@ -127,11 +139,15 @@ type Policy struct {
 //
 // A calendar rate's span has its windows' cache, cal (nil otherwise),
 // and the nominal length of its windows as ms (see calendarSpan).
+// name is the window's name in the policy's ID and in storage keys:
+// its length in ms ("60000"), or "month@Europe/Paris"; label its name
+// for people (WindowStatus.Name): "1m0s", or "month@Europe/Paris".
 type span struct {
-	ms, maxID int64
-	perUnit   float64
-	key       int64
-	cal       *calendar.Cache
+	ms, maxID   int64
+	perUnit     float64
+	key         int64
+	cal         *calendar.Cache
+	name, label string
 }
 
 // NewPolicy validates the rates (see Rate for the bounds; errors wrap
@@ -168,22 +184,50 @@ func NewPolicy(name string, rates ...Rate) (*Policy, error) {
 		}
 		if r.period != 0 {
 			spans[i] = calendarSpan(r)
-			fmt.Fprintf(&id, ":%d/%s", r.Limit, r.calendarName())
-			continue
+		} else {
+			ms := r.Window.Milliseconds()
+			spans[i] = span{ms: ms, maxID: msBound / 2 / ms, perUnit: maxSpent / float64(r.Limit), key: ms,
+				name: strconv.FormatInt(ms, 10), label: r.Window.String()}
 		}
-		ms := r.Window.Milliseconds()
-		spans[i] = span{ms: ms, maxID: msBound / 2 / ms, perUnit: maxSpent / float64(r.Limit), key: ms}
-		fmt.Fprintf(&id, ":%d/%d", r.Limit, ms)
+		id.WriteByte(':')
+		id.WriteString(spans[i].name)
 	}
-	h := fnv.New64a()
-	h.Write([]byte(id.String()))
-	return &Policy{
+	p := &Policy{
 		name:  name,
 		rates: append([]Rate(nil), rates...),
 		spans: spans,
 		id:    id.String(),
-		tag:   h.Sum64(),
-	}, nil
+		tag:   fnv64a(name),
+	}
+	p.uid = unique.Make(p.id)
+	return p, nil
+}
+
+// WithLimits returns a policy of p's name and windows whose limits are
+// limits, one per rate in p's order: another plan over the same usage.
+// Its ID is p's, so stores count both into the same counters, and a key
+// decided under one and then the other keeps what it used: 1,000 of a
+// plan of 1,000 a month spent, then moved to 2,000 a month, it has 1,000
+// left, not 2,000. Limiter.WithLimits decides under such a policy. Each
+// limit is checked as NewPolicy checks its rate's (errors wrap
+// ErrInvalidPolicy); a count of limits other than NumRates is an error.
+func (p *Policy) WithLimits(limits ...int64) (*Policy, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if len(limits) != len(p.rates) {
+		return nil, fmt.Errorf("%w: policy %q has %d rates, given %d limits", ErrInvalidPolicy, p.name, len(p.rates), len(limits))
+	}
+	q := &Policy{name: p.name, rates: append([]Rate(nil), p.rates...), spans: append([]span(nil), p.spans...),
+		id: p.id, tag: p.tag, uid: p.uid}
+	for i, limit := range limits {
+		q.rates[i].Limit = limit
+		if err := q.rates[i].validate(); err != nil {
+			return nil, fmt.Errorf("%w: policy %q rate #%d (%v): %v", ErrInvalidPolicy, p.name, i+1, q.rates[i], err)
+		}
+		q.spans[i].perUnit = maxSpent / float64(limit)
+	}
+	return q, nil
 }
 
 // MustPolicy is NewPolicy that panics on error, for policies fixed in code.
@@ -219,12 +263,17 @@ func (p *Policy) NumRates() int { return len(p.rates) }
 // from 0 to NumRates()-1; it panics if i is out of range.
 func (p *Policy) Rate(i int) Rate { return p.rates[i] }
 
-// ID returns the canonical form of the policy, such as "api:100/60000:5/1000"
-// (name, then limit/window-in-ms for each rate; limit/period@zone for a
-// calendar rate: "plan:1000000/month@Europe/Paris:600/60000"). Stores use
-// it to namespace their keys, so two plans in two zones never share
-// counters.
+// ID returns the canonical form of the policy's usage, such as
+// "api:60000:1000": its name, then each rate's window (its length in ms,
+// or period@zone for a calendar rate: "plan:month@Europe/Paris:60000"),
+// and no limit. Stores name a key's counters by the name and each
+// window, so two plans in two zones never share counters, and policies
+// of one ID (WithLimits) share them whatever their limits.
 func (p *Policy) ID() string { return p.id }
+
+// SameUsage reports whether p and q count into the same counters: the
+// same ID, whatever their limits (WithLimits).
+func (p *Policy) SameUsage(q *Policy) bool { return p != nil && q != nil && p.uid == q.uid }
 
 // String returns a readable form, such as "api: 100/1m0s + 5/1s" or
 // "plan: 1000000/month@Europe/Paris + 600/1m0s".

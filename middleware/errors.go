@@ -12,6 +12,13 @@ var (
 	// ErrInvalidOption reports a bad argument to New or to one of its
 	// options; the wrapping error says which.
 	ErrInvalidOption = errors.New("middleware: invalid option")
+	// ErrMisconfigured reports, in the error an observer and the error
+	// handler get, a request that met a setting the server got wrong
+	// and that no constructor could see: a resolver (WithResolver) that
+	// returned a typed nil limiter. Such a request is answered 500 and
+	// reported as Misconfigured, never a panic. (A key function
+	// installed where it cannot work wraps keyfunc.ErrMisconfigured.)
+	ErrMisconfigured = errors.New("middleware: misconfigured")
 )
 
 // errEmptyKey is what a key function that returned "" without an error is

@@ -31,8 +31,10 @@ const (
 	// Misconfigured: the key function cannot work where the server
 	// installed it (its error wraps keyfunc.ErrMisconfigured:
 	// keyfunc.RoutePattern before routing, chikey.ClientIP without a
-	// ClientIPFrom* middleware). No limiter was asked; the request was
-	// answered by the error handler (500), with or without WithFailOpen.
+	// ClientIPFrom* middleware), or the resolver returned a limiter that
+	// cannot be asked, a typed nil (the error wraps ErrMisconfigured).
+	// No limiter was asked; the request was answered by the error
+	// handler (500), with or without WithFailOpen.
 	Misconfigured
 	// Canceled: the limiter could not decide and the request's context
 	// was done: the client left, or the server's own deadline for the

@@ -285,7 +285,7 @@ func TestInFlightRefusalChargesNoRate(t *testing.T) {
 	w = call(h, "192.0.2.2:1", "X-User", "ann")
 	wantHeaders(t, w, map[string]string{
 		"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4",
-		"RateLimit": `"per-ip-1s";r=4;t=1, "exports";r=0`,
+		"RateLimit": `"per-ip-1m";r=9;t=30, "per-ip-1s";r=4;t=1, "exports";r=0`,
 	})
 	if w.Code != http.StatusOK {
 		t.Fatalf("after the holder ended: %d", w.Code)

@@ -203,6 +203,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lim, clocked := c.rules[i].lim, c.rules[i].clocked
 		if i == 0 && c.resolve != nil {
 			if rl := c.resolve(r); rl != nil {
+				if err := verdict.Check(rl); err != nil {
+					h.resolverFailed(w, r, keys[i], err)
+					return
+				}
 				lim = rl
 				clocked, _ = rl.(clockedLimiter)
 			}
@@ -325,6 +329,20 @@ func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, p *limiter.P
 		c.observe(Event{Request: r, Policy: p, Outcome: outcome, Err: err})
 	}
 	answer(w, r, err)
+}
+
+// resolverFailed answers a request whose resolver (WithResolver)
+// returned a limiter that cannot be asked, a typed nil say (a missed map
+// lookup of *limiter.Limiter values): the server's mistake, reported as
+// Misconfigured with an error wrapping ErrMisconfigured and answered by
+// the error handler (500), never a panic.
+func (h *handler) resolverFailed(w http.ResponseWriter, r *http.Request, key string, why error) {
+	c := h.cfg
+	err := fmt.Errorf("%w: WithResolver returned a limiter that cannot be asked: %v", ErrMisconfigured, why)
+	if c.observe != nil {
+		c.observe(Event{Request: r, Key: key, Policy: c.rules[0].lim.Policy(), Outcome: Misconfigured, Err: err})
+	}
+	c.onError(w, r, err)
 }
 
 // allow asks lim for one decision, at one reading of its clock when it

@@ -139,7 +139,7 @@ func TestWithLimiterListsEveryPolicy(t *testing.T) {
 	w := call(h, "192.0.2.1:1", "X-User", "ann")
 	wantHeaders(t, w, map[string]string{
 		"RateLimit-Policy":  `"per-ip";q=5;w=60, "per-user-1m";q=2;w=60, "per-user-1s";q=1;w=1`,
-		"RateLimit":         `"per-user-1s";r=0;t=1`,
+		"RateLimit":         `"per-user-1m";r=1;t=30, "per-user-1s";r=0;t=1`,
 		"X-RateLimit-Limit": "1",
 	})
 }

@@ -187,9 +187,15 @@ func WithCost(f func(r *http.Request) int64) Option {
 // WithResolver chooses, per request, the limiter that applies in place of
 // the one given to New: plan tiers, typically, from the authenticated
 // principal (free 100 per minute, paid 10,000). A nil result means New's
-// limiter. The limiters a resolver returns should have policies of
-// distinct names, so that their counters and metrics stay apart. Limiters
-// added with WithLimiter are not resolved.
+// limiter. For plans over one usage, so that a customer moved to another
+// plan keeps what they used, return limiters of New's limiter's
+// WithLimits (the plan's limits, looked up per request: WithLimits
+// returns the same limiter for the same limits). Limiters of other
+// policy names count apart. A typed nil result (a *limiter.Limiter left
+// nil by a missed map lookup) is the server's mistake: answered by the
+// error handler (500) and reported as Misconfigured, with an error
+// wrapping ErrMisconfigured. Limiters added with WithLimiter are not
+// resolved.
 func WithResolver(f func(r *http.Request) Limiter) Option {
 	return func(c *config) { c.resolve, c.given = f, c.given|givenResolver }
 }

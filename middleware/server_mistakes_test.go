@@ -206,3 +206,54 @@ func TestFailOpenStillPassesALiveRequest(t *testing.T) {
 		t.Fatalf("status %d, handler ran %d times; want 200 and once", w.Code, next.count())
 	}
 }
+
+// TestResolverTypedNilIs500: a resolver that returns a typed nil (a
+// missed lookup in a map of *limiter.Limiter, returned as a
+// middleware.Limiter) is the server's mistake: 500, Misconfigured with
+// an error wrapping ErrMisconfigured, never a panic; the plan that is
+// found still decides, and a nil result still means New's limiter.
+func TestResolverTypedNilIs500(t *testing.T) {
+	clk := newFakeClock(t0)
+	base := newLimiter(t, clk, "plan", limiter.PerMinute(5))
+	pro, err := base.WithLimits(50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := map[string]*limiter.Limiter{"pro": pro}
+	rec := &recorder{}
+	h := newMiddleware(t, base, middleware.WithObserver(rec.observe), middleware.WithResolver(func(r *http.Request) middleware.Limiter {
+		switch plan := r.Header.Get("X-Plan"); plan {
+		case "":
+			return nil // New's limiter
+		default:
+			return plans[plan] // nil *limiter.Limiter for an unknown plan: a typed nil
+		}
+	}))(&okHandler{})
+	for _, tt := range []struct {
+		plan      string
+		status    int
+		outcome   middleware.Outcome
+		limit     string
+		misconfig bool
+	}{
+		{"", 200, middleware.Allowed, "5", false},
+		{"pro", 200, middleware.Allowed, "50", false},
+		{"enterprise", 500, middleware.Misconfigured, "", true},
+	} {
+		rec.events = nil
+		r := httptest.NewRequest(http.MethodGet, "/x", nil)
+		r.RemoteAddr = "192.0.2.1:1"
+		r.Header.Set("X-Plan", tt.plan)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tt.status || w.Header().Get("X-RateLimit-Limit") != tt.limit {
+			t.Fatalf("plan %q: status %d, limit %q; want %d, %q", tt.plan, w.Code, w.Header().Get("X-RateLimit-Limit"), tt.status, tt.limit)
+		}
+		if len(rec.events) != 1 || rec.events[0].Outcome != tt.outcome || errors.Is(rec.events[0].Err, middleware.ErrMisconfigured) != tt.misconfig {
+			t.Fatalf("plan %q: events %+v, want one %v (ErrMisconfigured %v)", tt.plan, rec.events, tt.outcome, tt.misconfig)
+		}
+		if tt.misconfig && strings.Contains(w.Body.String(), "typed") {
+			t.Fatalf("body %q tells the client the server's internals", w.Body.String())
+		}
+	}
+}

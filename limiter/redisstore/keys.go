@@ -13,16 +13,17 @@ import (
 
 // Key layout, one Redis key per window of a request:
 //
-//	appClock:    <prefix>{<key>}:<policy id>:<window ms>:<window id>   integer count
-//	serverClock: <prefix>{<key>}:<policy id>:<window ms>               hash {w, c}
+//	appClock:    <prefix>{<key>}:<policy name>:<window ms>:<window id>   integer count
+//	serverClock: <prefix>{<key>}:<policy name>:<window ms>               hash {w, c}
 //
-// such as rl:{alice}:api:100/60000:5/1000:60000:29675211. The braces make
-// the client's key the Cluster hash tag, so all of one client's windows
-// share a slot and one script may touch them all (no CROSSSLOT). The policy
-// id carries the name, limits and windows, so a changed policy starts from
-// fresh counts. A calendar rate's windows are named by period and zone
-// instead of a length, and its window id is the window's start in Unix
-// ms: rl:{alice}:plan:1000000/month@Europe/Paris:month@Europe/Paris:1769900400000.
+// such as rl:{alice}:api:60000:29675211. The braces make the client's key
+// the Cluster hash tag, so all of one client's windows share a slot and
+// one script may touch them all (no CROSSSLOT). A key names the policy's
+// name and one window, never a limit: a limit changed by a deploy or a
+// plan keeps the counts (see limiter.Policy), and a policy that gains or
+// loses a window keeps the others'. A calendar rate's windows are named by
+// period and zone instead of a length, and its window id is the window's
+// start in Unix ms: rl:{alice}:plan:month@Europe/Paris:1769900400000.
 
 // tagEscaper makes any client key safe inside a hash tag: a '}' would end
 // the tag early (and "{}" would void it), so braces and the escape
@@ -42,7 +43,7 @@ func tag(key string) string {
 // suffix of each window and the script arguments of each rate, and the
 // windows of its calendar rates.
 type policyKeys struct {
-	suffix [limiter.MaxWindows]string // ":<policy id>:<window ms>" or ":<policy id>:<period>@<zone>"
+	suffix [limiter.MaxWindows]string // ":<policy name>:<window ms>" or ":<policy name>:<period>@<zone>"
 	wms    [limiter.MaxWindows]int64  // a fixed window's length; 0 for a calendar rate
 	cal    [limiter.MaxWindows]*calendar.Cache
 	ncal   int   // how many of the rates are calendar rates
@@ -110,13 +111,13 @@ func newPolicyKeys(p *limiter.Policy) *policyKeys {
 			period := calendar.PeriodOf(name)
 			pk.cal[i] = calendar.NewCache(period, loc)
 			pk.ncal++
-			pk.suffix[i] = ":" + p.ID() + ":" + name + "@" + loc.String()
+			pk.suffix[i] = ":" + p.Name() + ":" + name + "@" + loc.String()
 			pk.rates = append(pk.rates, strconv.FormatInt(r.Limit, 10), strconv.FormatInt(-calendar.Nominal(period), 10))
 			continue
 		}
 		ms := r.Window.Milliseconds()
 		pk.wms[i] = ms
-		pk.suffix[i] = ":" + p.ID() + ":" + strconv.FormatInt(ms, 10)
+		pk.suffix[i] = ":" + p.Name() + ":" + strconv.FormatInt(ms, 10)
 		pk.rates = append(pk.rates, strconv.FormatInt(r.Limit, 10), strconv.FormatInt(ms, 10))
 	}
 	return pk

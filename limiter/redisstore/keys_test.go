@@ -52,7 +52,7 @@ func TestKeyCacheBounded(t *testing.T) {
 	for i := range maxCachedPolicies + 50 {
 		p := limiter.MustPolicy("p"+strconv.Itoa(i), limiter.PerMinute(int64(i+1)))
 		pk := c.get(p)
-		if want := ":" + p.ID() + ":60000"; pk.suffix[0] != want {
+		if want := ":" + p.Name() + ":60000"; pk.suffix[0] != want {
 			t.Fatalf("policy %d: suffix %q, want %q", i, pk.suffix[0], want)
 		}
 	}

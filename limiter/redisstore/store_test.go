@@ -99,16 +99,16 @@ func TestKeyLayout(t *testing.T) {
 		want  []string
 	}{
 		{"app_clock", appClock, "alice", []string{
-			"{alice}:api:100/60000:5/1000:60000:" + strconv.FormatInt(at.UnixMilli()/60000, 10),
-			"{alice}:api:100/60000:5/1000:1000:" + strconv.FormatInt(at.UnixMilli()/1000, 10),
+			"{alice}:api:60000:" + strconv.FormatInt(at.UnixMilli()/60000, 10),
+			"{alice}:api:1000:" + strconv.FormatInt(at.UnixMilli()/1000, 10),
 		}},
 		{"server_clock", serverClock, "alice", []string{
-			"{alice}:api:100/60000:5/1000:60000",
-			"{alice}:api:100/60000:5/1000:1000",
+			"{alice}:api:60000",
+			"{alice}:api:1000",
 		}},
 		{"braces_escaped", appClock, "a}b{%", []string{
-			"{a%7Db%7B%25}:api:100/60000:5/1000:60000:" + strconv.FormatInt(at.UnixMilli()/60000, 10),
-			"{a%7Db%7B%25}:api:100/60000:5/1000:1000:" + strconv.FormatInt(at.UnixMilli()/1000, 10),
+			"{a%7Db%7B%25}:api:60000:" + strconv.FormatInt(at.UnixMilli()/60000, 10),
+			"{a%7Db%7B%25}:api:1000:" + strconv.FormatInt(at.UnixMilli()/1000, 10),
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
