@@ -151,13 +151,15 @@ func (h *heldSlots) start() {
 }
 
 // close stops the renewing goroutine and waits for it: the slots held
-// then are left to their leases.
+// then are left to their leases. Only the first call closes stop (Store's
+// Close is idempotent); every call waits, so that none returns while the
+// goroutine still runs.
 func (h *heldSlots) close() {
 	h.mu.Lock()
-	h.stopped = true
-	if h.started {
+	if h.started && !h.stopped {
 		close(h.stop)
 	}
+	h.stopped = true
 	h.mu.Unlock()
 	h.done.Wait()
 }
