@@ -233,6 +233,11 @@ func (h *heldSlots) renew(now time.Time) {
 		return
 	}
 	h.s.slotBatch.doAll(calls)
+	for i, c := range calls {
+		if c.err == nil {
+			h.s.reportCorruptSlot(held[i].slotOp.key, &c.res)
+		}
+	}
 	for i, c := range calls[:renewals] {
 		h.renewed(held[i], c, now)
 	}
