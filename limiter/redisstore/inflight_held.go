@@ -22,9 +22,10 @@ import (
 // process's monotonic clock; Redis's TIME judges the lease itself. A
 // renewal is a hold of the slot's own token: it extends the slot when
 // Redis still has it, and otherwise (the lease ran out while Redis was
-// away) takes it again only if the cap has room, so the cap is never
-// exceeded by a renewal racing an expiry; a slot that found no room is
-// lost (Stats.SlotsLost): its request runs on without a slot.
+// away, or Redis restarted without its data) takes it again only if the
+// cap has room, so the cap is never exceeded by a renewal racing an
+// expiry; a slot that found no room is lost (Stats.SlotsLost): its
+// request runs on without a slot (TestInFlightRestartWithoutData).
 //
 // The renewals and the releases of orphans share rounds with each other
 // (one script call per server for up to 64), and with no decision.
