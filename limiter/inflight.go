@@ -180,8 +180,8 @@ func (p *Policy) MaxInFlight() int64 {
 // which gives the slot back: call it once the request has ended, on every
 // path (defer it). release is idempotent, safe from any goroutine, and
 // harmless after Close (the slot still goes back to a store that is
-// open). A refusal is a Decision with Allowed false, a RetryAfter (see
-// InFlight) and a nil release, never an error.
+// open). A refusal is a Decision with Allowed false, Remaining 0, a
+// RetryAfter (see InFlight) and a nil release, never an error.
 //
 // Errors report an empty key, a closed InFlight or a done context (no
 // slot taken), or a store that could not decide: then a slot may have
@@ -208,6 +208,9 @@ func (f *InFlight) Acquire(ctx context.Context, key string) (d Decision, release
 	d.Allowed, d.Limit, d.Remaining, d.Policy = s.Acquired, s.Max, max(0, s.Max-s.Held), f.policyFor(s.Max)
 	d.nowMs, d.datedNs, d.dated = now.UnixMilli(), int32(now.Nanosecond()%int(time.Millisecond)), true
 	if !s.Acquired {
+		// Whatever the store counted (a store that could not read the
+		// key's slots refuses holding none), a refusal leaves nothing.
+		d.Remaining = 0
 		d.RetryAfter = f.retryAfter()
 		d.ResetAt = now.Add(d.RetryAfter)
 		return d, nil, nil

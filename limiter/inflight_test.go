@@ -69,6 +69,48 @@ func TestInFlightAdmitsMaxThenRefuses(t *testing.T) {
 	}
 }
 
+// refusingStore refuses every slot, saying the key holds held: as a
+// store may when it cannot count a key's slots (the Redis store once
+// said 0 for a foreign value under the key), or after a cap was lowered.
+type refusingStore struct {
+	*MemoryStore
+	held int64
+}
+
+func (s refusingStore) AcquireSlot(_ context.Context, req SlotRequest) (Slot, error) {
+	return Slot{Held: s.held, Max: req.Max}, nil
+}
+
+// A refusal leaves nothing, whatever the store says it holds.
+func TestInFlightRefusalHasNoneRemaining(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		held int64
+	}{
+		{"none_held", 0},
+		{"fewer_than_max", 2},
+		{"max", 3},
+		{"over_max", 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := NewMemoryStore(WithSweepInterval(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			f, err := NewInFlight("exports", 3, WithStore(refusingStore{st, tc.held}), WithClock(limitertest.New(noon)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = f.Close() })
+			if d, _ := acquire(t, f, "k"); d.Allowed || d.Limit != 3 || d.Remaining != 0 {
+				t.Fatalf("a refusal with %d held: got allowed %v limit %d remaining %d, want refused, limit 3, remaining 0",
+					tc.held, d.Allowed, d.Limit, d.Remaining)
+			}
+		})
+	}
+}
+
 func TestInFlightReleaseFreesOneSlotOnce(t *testing.T) {
 	f, _, _ := newTestInFlight(t, 2)
 	_, r1 := acquire(t, f, "k")

@@ -3,7 +3,10 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,4 +140,121 @@ func TestNothingOutlivesCloseClusterBatch(t *testing.T) {
 			px.SetDelay(d)
 		}
 	})
+}
+
+// TestCloseIsIdempotent: Close returns nil however often it is called,
+// one call after another or two at once, in every state a store can be
+// closed in; a second call used to close the renewer's stop channel again
+// once the store had held a slot. Every call after the first leaves the
+// store closed: a decision answers ErrClosed.
+func TestCloseIsIdempotent(t *testing.T) {
+	p := limiter.MustPolicy("closing", limiter.PerMinute(10))
+	ctx := context.Background()
+	decide := func(t *testing.T, s *Store) {
+		t.Helper()
+		if _, err := s.Take(ctx, limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}); err != nil {
+			t.Fatalf("Take: %v", err)
+		}
+	}
+	// hold takes a slot of a cap of 2 and returns its release; the
+	// InFlight is closed when the test ends, after the store.
+	hold := func(t *testing.T, s *Store) func() {
+		t.Helper()
+		d, release := take(t, newCap(t, s, "closing", 2), "k")
+		if !d.Allowed {
+			t.Fatalf("Acquire: %+v, want a slot", d)
+		}
+		return release
+	}
+	for _, tc := range []struct {
+		name  string
+		addr  func(t *testing.T) string
+		opts  []Option
+		setup func(t *testing.T, s *Store)
+	}{
+		{"fresh", sharedAddr, nil, func(*testing.T, *Store) {}},
+		{"after_decisions", sharedAddr, nil, decide},
+		{"slots_held_and_released", sharedAddr, nil, func(t *testing.T, s *Store) {
+			decide(t, s)
+			hold(t, s)()
+			if st := s.Stats(); st.SlotsHeld != 0 {
+				t.Fatalf("after the release: %d slots held, want 0", st.SlotsHeld)
+			}
+		}},
+		{"slots_still_held", sharedAddr, nil, func(t *testing.T, s *Store) {
+			t.Cleanup(hold(t, s)) // released after Close: harmless
+			if st := s.Stats(); st.SlotsHeld != 1 {
+				t.Fatalf("%d slots held, want 1", st.SlotsHeld)
+			}
+		}},
+		{"fail_local_redis_up", sharedAddr, []Option{WithFailLocal(2)}, func(t *testing.T, s *Store) {
+			decide(t, s)
+			t.Cleanup(hold(t, s))
+		}},
+		{"fail_local_redis_away", deadAddr, []Option{WithFailLocal(2), WithTimeout(200 * time.Millisecond)}, func(t *testing.T, s *Store) {
+			decide(t, s) // by the fallback
+			t.Cleanup(hold(t, s))
+			if st := s.Stats(); st.Degraded != 2 {
+				t.Fatalf("stats %+v: want the decision and the slot degraded to the fallback", st)
+			}
+		}},
+	} {
+		for _, concurrent := range []bool{false, true} {
+			name := tc.name + "/twice"
+			if concurrent {
+				name = tc.name + "/concurrently"
+			}
+			t.Run(name, func(t *testing.T) {
+				// Not newStore: a Close that panicked holding a lock would
+				// hang its cleanup's Close.
+				s, err := New(redistest.Client(t, tc.addr(t)), append([]Option{WithPrefix(testPrefix(t)), WithTimeout(5 * time.Second)}, tc.opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.setup(t, s)
+				errs := make(chan error, 2)
+				if concurrent {
+					var wg sync.WaitGroup
+					for range 2 {
+						wg.Go(func() { errs <- closeNoPanic(s) })
+					}
+					wg.Wait()
+				} else {
+					errs <- closeNoPanic(s)
+					errs <- closeNoPanic(s)
+				}
+				close(errs)
+				for err := range errs {
+					if err != nil {
+						t.Fatalf("Close: got %v, want nil", err)
+					}
+				}
+				if _, err := s.Take(ctx, limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}); !errors.Is(err, limiter.ErrClosed) {
+					t.Fatalf("Take after Close: got %v, want ErrClosed", err)
+				}
+			})
+		}
+	}
+}
+
+// closeNoPanic closes s, and returns a panic of Close as an error.
+func closeNoPanic(s *Store) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return s.Close()
+}
+
+func sharedAddr(t *testing.T) string {
+	t.Helper()
+	sharedClient(t) // fails, never skips, when the shared Redis is missing
+	return redistest.SharedAddr
+}
+
+// deadAddr returns a loopback address nothing listens on: every call
+// is refused at once.
+func deadAddr(t *testing.T) string {
+	return "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 }

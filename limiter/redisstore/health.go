@@ -55,9 +55,10 @@ const (
 	// failure after a success (Healthy → Failing), its breaker opening,
 	// probing, closing, or a success after failures (Failing → Healthy).
 	HealthChanged EventKind = iota
-	// CorruptValue: a decision found a value in Redis the store did not
-	// write (Err wraps ErrCorruptValue and names its Redis key). The key
-	// is refused until the value expires or is deleted.
+	// CorruptValue: a decision, or a call on an in-flight cap's slots,
+	// found a value in Redis the store did not write (Err wraps
+	// ErrCorruptValue and names its Redis key). The key is refused until
+	// the value expires or is deleted: a cap's refusal then has Remaining 0.
 	CorruptValue
 	// RiskyMemoryPolicy: New found a server whose maxmemory settings turn
 	// a flood of fresh keys against the limit (noeviction with maxmemory
@@ -131,6 +132,17 @@ func (s *Store) reportCorrupt(req *limiter.Request, r *result) {
 		s.cfg.observer(Event{Kind: CorruptValue,
 			Err: fmt.Errorf("%w: key %q", ErrCorruptValue, keys[i])})
 	}
+}
+
+// reportCorruptSlot tells the observer when a slot call found a value of
+// another type under key, a slot key (r.counts[0] is -1). No cache
+// answers for such a key, as the over-limit cache does for a corrupt
+// counter: every slot call that finds it reports it.
+func (s *Store) reportCorruptSlot(key string, r *result) {
+	if s.cfg.observer == nil || r.counts[0] >= 0 {
+		return
+	}
+	s.cfg.observer(Event{Kind: CorruptValue, Err: fmt.Errorf("%w: key %q", ErrCorruptValue, key)})
 }
 
 func health(s gobreaker.State) Health {

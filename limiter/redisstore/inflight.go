@@ -106,6 +106,12 @@ func (s *Store) AcquireSlot(ctx context.Context, req limiter.SlotRequest) (limit
 	deadline := sent.Add(s.cfg.timeout)
 	r, err := s.slotBatch.doSlot(ctx, req.Key, req.Policy, hs.slotOp, deadline)
 	if err == nil {
+		if r.counts[0] < 0 {
+			// A foreign value under the key: refused as a full cap is, so
+			// that the refusal says none remain.
+			s.reportCorruptSlot(hs.slotOp.key, &r)
+			return limiter.Slot{Held: req.Max, Max: req.Max}, nil
+		}
 		if !r.allowed {
 			return limiter.Slot{Held: r.counts[0], Max: req.Max}, nil
 		}
@@ -175,10 +181,12 @@ func (s *Store) ReleaseSlot(ctx context.Context, req limiter.SlotRequest, sl lim
 	deadline := time.Now().Add(s.cfg.timeout)
 	op := hs.slotOp
 	op.op = opRelease
-	if _, err := s.slotBatch.doSlot(ctx, hs.key, hs.policy, op, deadline); err != nil {
+	r, err := s.slotBatch.doSlot(ctx, hs.key, hs.policy, op, deadline)
+	if err != nil {
 		s.held.orphan(hs, deadline)
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
+	s.reportCorruptSlot(op.key, &r)
 	return nil
 }
 
@@ -202,7 +210,9 @@ func (slotScript) args(dst []any, calls []*call, argKeys []string, _ *roundBuf) 
 }
 
 // parse reads inflight.lua's reply: per request the verdict (-1, only in
-// a node call's reply, for a key not on the node) and the slots held.
+// a node call's reply, for a key not on the node) and the slots held (-1,
+// only beside verdict 0, for a key holding a value of another type:
+// counts[0] is then -1, as a corrupt count's is in take.lua's results).
 func (slotScript) parse(sc *scriptCall, node bool) error {
 	r := &sc.reply
 	n, err := r.array()
@@ -221,7 +231,7 @@ func (slotScript) parse(sc *scriptCall, node bool) error {
 		if err != nil {
 			return err
 		}
-		if v < -1 || v > 2 || v == -1 && !node || held < 0 {
+		if v < -1 || v > 2 || v == -1 && !node || held < -1 || held == -1 && v != 0 {
 			return fmt.Errorf("%w: slot verdict %d, %d held", ErrBadReply, v, held)
 		}
 		res := &sc.res[i]

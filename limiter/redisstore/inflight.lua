@@ -25,9 +25,11 @@
 -- op "r" (release): give back the token's slot, if it holds one.
 --
 -- Reply: per request two integers: the verdict, then the slots the key
--- holds after it. Verdicts: for "h", 0 refused (all held), 1 taken, 2
--- held already (extended); for "r", 0 none held, 1 given back; -1 when
--- the key is not on this node (a node call; nothing was done).
+-- holds after it, or -1 when the key holds a value of another type (see
+-- Errors; the verdict is then 0). Verdicts: for "h", 0 refused (all
+-- held, or a foreign value), 1 taken, 2 held already (extended); for
+-- "r", 0 none held, 1 given back; -1 when the key is not on this node (a
+-- node call; nothing was done, and 0 slots are reported).
 --
 -- A node call decides the requests of many slots of one master of a
 -- Cluster, sent straight to it, declaring no key, as take.lua's node
@@ -40,7 +42,10 @@
 --
 -- Errors: a key of another type (WRONGTYPE) refuses a hold and gives back
 -- nothing, verdict 0, so that a foreign value fails closed for its key
--- alone. Any other error reply ends the script with that error.
+-- alone; its held is -1, not 0, so that the caller answers the refusal
+-- as a full cap's (none remaining, not the whole cap) and reports the key
+-- as corrupt, as it does take.lua's -1 counts. Any other error reply ends
+-- the script with that error.
 
 local nreq = tonumber(ARGV[1])
 local nk = tonumber(ARGV[2])
@@ -107,12 +112,16 @@ for _ = 1, nreq do
         local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
         redis.call('PEXPIREAT', key, last[2])
       end
+    else
+      held = -1
     end
   else
     local removed = typed('ZREM', key, token)
     if removed then
       verdict = removed
       held = redis.call('ZCARD', key)
+    else
+      held = -1
     end
   end
   out[o + 1], out[o + 2] = verdict, held

@@ -22,9 +22,10 @@ import (
 // process's monotonic clock; Redis's TIME judges the lease itself. A
 // renewal is a hold of the slot's own token: it extends the slot when
 // Redis still has it, and otherwise (the lease ran out while Redis was
-// away) takes it again only if the cap has room, so the cap is never
-// exceeded by a renewal racing an expiry; a slot that found no room is
-// lost (Stats.SlotsLost): its request runs on without a slot.
+// away, or Redis restarted without its data) takes it again only if the
+// cap has room, so the cap is never exceeded by a renewal racing an
+// expiry; a slot that found no room is lost (Stats.SlotsLost): its
+// request runs on without a slot (TestInFlightRestartWithoutData).
 //
 // The renewals and the releases of orphans share rounds with each other
 // (one script call per server for up to 64), and with no decision.
@@ -151,13 +152,15 @@ func (h *heldSlots) start() {
 }
 
 // close stops the renewing goroutine and waits for it: the slots held
-// then are left to their leases.
+// then are left to their leases. Only the first call closes stop (Store's
+// Close is idempotent); every call waits, so that none returns while the
+// goroutine still runs.
 func (h *heldSlots) close() {
 	h.mu.Lock()
-	h.stopped = true
-	if h.started {
+	if h.started && !h.stopped {
 		close(h.stop)
 	}
+	h.stopped = true
 	h.mu.Unlock()
 	h.done.Wait()
 }
@@ -231,6 +234,11 @@ func (h *heldSlots) renew(now time.Time) {
 		return
 	}
 	h.s.slotBatch.doAll(calls)
+	for i, c := range calls {
+		if c.err == nil {
+			h.s.reportCorruptSlot(held[i].slotOp.key, &c.res)
+		}
+	}
 	for i, c := range calls[:renewals] {
 		h.renewed(held[i], c, now)
 	}

@@ -454,6 +454,10 @@ func TestSlotReplyParse(t *testing.T) {
 		{"elsewhere_not_a_node_call", "*2\r\n:-1\r\n:0\r\n", 1, false, true, nil},
 		{"verdict_out_of_range", "*2\r\n:3\r\n:0\r\n", 1, false, true, nil},
 		{"negative_held", "*2\r\n:1\r\n:-2\r\n", 1, false, true, nil},
+		{"foreign_value", "*4\r\n:0\r\n:-1\r\n:1\r\n:1\r\n", 2, false, false, []bool{false, true}},
+		{"held_below_minus_one", "*2\r\n:0\r\n:-2\r\n", 1, false, true, nil},
+		{"foreign_value_taken", "*2\r\n:1\r\n:-1\r\n", 1, false, true, nil},
+		{"foreign_value_elsewhere", "*2\r\n:-1\r\n:-1\r\n", 1, true, true, nil},
 		{"too_short", "*2\r\n:1\r\n:0\r\n", 2, false, true, nil},
 		{"not_an_array", ":1\r\n", 1, false, true, nil},
 	} {

@@ -197,7 +197,7 @@ func WithFailLocal(divisor int) Option {
 }
 
 // WithObserver registers a function called on every change of health and
-// on every corrupt value a decision finds in Redis (see Event). It runs
+// on every corrupt value a decision or a slot call finds in Redis (see Event). It runs
 // synchronously on the path of a decision and must not block.
 func WithObserver(f func(Event)) Option { return func(c *config) { c.observer = f } }
 

@@ -96,10 +96,11 @@ type Stats struct {
 	// Renewals counts the renewals of held slots that succeeded, and
 	// RenewFailures those that failed (tried again, within the lease).
 	Renewals, RenewFailures uint64
-	// SlotsLost counts held slots whose lease ran out before a renewal
-	// reached Redis (Redis away for most of a lease) and whose place
-	// another holder took: their requests ran on without a slot, so the
-	// cap was exceeded by as many while they did.
+	// SlotsLost counts held slots that a renewal found gone from Redis
+	// (their lease ran out while Redis was away for most of it, or Redis
+	// restarted without its data) with their place taken by another
+	// holder: their requests ran on without a slot, so the cap was
+	// exceeded by as many while they did.
 	SlotsLost uint64
 }
 
