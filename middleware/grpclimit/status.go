@@ -77,7 +77,8 @@ func (ic *Interceptor) deny(ctx context.Context, ss grpc.ServerStream, outer *st
 
 // denial returns the RESOURCE_EXHAUSTED status of a refusal that lifts in
 // secs seconds: RetryInfo with that delay, and a QuotaFailure that names
-// the policy and its limit, never the key.
+// the policy and its limit, never the key, in the words of the HTTP
+// problem body (headers.DescribeLimit: "per month", "per 1m").
 func denial(d *limiter.Decision, secs int64) error {
 	wait := strconv.FormatInt(secs, 10)
 	st := status.New(codes.ResourceExhausted, "rate limit exceeded; retry in "+wait+"s")
@@ -85,11 +86,15 @@ func denial(d *limiter.Decision, secs int64) error {
 	if d.Policy != nil {
 		name = d.Policy.Name()
 	}
+	limit := "limit"
+	if per := headers.DescribeLimit(d); per != "" {
+		limit += " of " + per
+	}
 	detailed, err := st.WithDetails(
 		&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)},
 		&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
 			Subject:     "policy:" + name,
-			Description: "limit of " + strconv.FormatInt(d.Limit, 10) + " per " + d.Window.String() + " exceeded; retry in " + wait + "s",
+			Description: limit + " exceeded; retry in " + wait + "s",
 		}}},
 	)
 	if err != nil {
