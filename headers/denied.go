@@ -74,12 +74,9 @@ func (w *Writer) problemBody(d *limiter.Decision, retry int64) []byte {
 	} else {
 		b = append(b, "rate limit"...)
 	}
-	name, unit := w.windowOf(d)
-	if d != nil && d.Limit > 0 && d.Window > 0 {
+	if describable(d) {
 		b = append(b, " of "...)
-		b = strconv.AppendInt(b, d.Limit, 10)
-		b = append(b, " per "...)
-		b = append(b, unit...)
+		b = appendLimit(b, d) // DescribeLimit's words, which gRPC's QuotaFailure uses too
 	}
 	b = append(b, " exceeded; retry in "...)
 	b = strconv.AppendInt(b, retry, 10)
@@ -91,23 +88,20 @@ func (w *Writer) problemBody(d *limiter.Decision, retry int64) []byte {
 	b = strconv.AppendInt(b, retry, 10)
 	if d != nil && (d.Window > 0 || inFlight) {
 		b = append(b, `,"violated-policies":["`...)
-		b = append(b, name...)
+		b = append(b, w.windowOf(d)...)
 		b = append(b, `"]`...)
 	}
 	return append(b, "}\n"...)
 }
 
-// windowOf returns the name and the unit ("1m", "day") of d's deciding
-// window: a calendar window is per its period, whatever its length.
-func (w *Writer) windowOf(d *limiter.Decision) (name, unit string) {
-	if d == nil {
-		return "", ""
-	}
+// windowOf returns the name of d's deciding window, as the draft fields
+// name it ("api-1m", "plan-day").
+func (w *Writer) windowOf(d *limiter.Decision) string {
 	if d.Policy != nil {
 		info := w.policies.get(d.Policy)
 		if i := info.deciding(d); i >= 0 {
-			return info.names[i], info.units[i]
+			return info.names[i]
 		}
 	}
-	return windowName(d.Policy, d.Window), windowSuffix(d.Window)
+	return windowName(d.Policy, d.Window)
 }

@@ -44,8 +44,8 @@ func windowSuffix(w time.Duration) string {
 }
 
 // policyInfo is what the headers need of a policy, computed once: the
-// name of each window, quoted and not, the unit of each ("1m", "day"), and
-// the whole RateLimit-Policy value.
+// name of each window, quoted and not, and the whole RateLimit-Policy
+// value.
 //
 // A calendar rate's window has no fixed length (limiter.PerDayIn: a day
 // of 23 hours where the clocks spring forward), so for a policy that has
@@ -57,7 +57,6 @@ type policyInfo struct {
 	windows []time.Duration // each rate's Window: 0 for a calendar rate
 	limits  []int64
 	names   []string // "api-1m", "plan-day", in the order of the rates
-	units   []string // "1m", "day": what a window is "per"
 	quoted  []string // `"api-1m"`
 	policy  string   // `"api-1m";q=100;w=60, "api-1s";q=5;w=1`, for a policy with no calendar rate
 
@@ -99,7 +98,7 @@ func (c *policyCache) get(p *limiter.Policy) *policyInfo {
 func newPolicyInfo(p *limiter.Policy) *policyInfo {
 	if m := p.MaxInFlight(); m > 0 {
 		q := `"` + p.Name() + `"`
-		return &policyInfo{windows: []time.Duration{0}, limits: []int64{m}, names: []string{p.Name()}, units: []string{""},
+		return &policyInfo{windows: []time.Duration{0}, limits: []int64{m}, names: []string{p.Name()},
 			quoted: []string{q}, policy: capPolicyItem(q, m)}
 	}
 	info := &policyInfo{}
@@ -111,12 +110,12 @@ func newPolicyInfo(p *limiter.Policy) *policyInfo {
 	}
 	for i := range p.NumRates() {
 		r := p.Rate(i)
-		name, unit := windowName(p, r.Window), windowSuffix(r.Window)
+		name := windowName(p, r.Window)
 		if period, loc, ok := r.Calendar(); ok {
 			// "plan-day"; "plan-day@Europe/Paris" where the policy has a
 			// day in two zones. A zone's name is [A-Za-z0-9_+-./]
 			// (NewPolicy checks), safe in a structured-field string.
-			name, unit = p.Name(), period
+			name = p.Name()
 			if p.NumRates() > 1 {
 				name += "-" + period
 			}
@@ -131,7 +130,6 @@ func newPolicyInfo(p *limiter.Policy) *policyInfo {
 		info.windows = append(info.windows, r.Window)
 		info.limits = append(info.limits, r.Limit)
 		info.names = append(info.names, name)
-		info.units = append(info.units, unit)
 		info.quoted = append(info.quoted, `"`+name+`"`)
 	}
 	if info.cals == nil {
@@ -185,13 +183,7 @@ func (info *policyInfo) deciding(d *limiter.Decision) int {
 	if info.cals == nil {
 		return info.index(d.Window)
 	}
-	for i := range min(d.NumWindows(), len(info.names)) {
-		ws := d.WindowAt(i)
-		if ws.Limit == d.Limit && ws.Remaining == d.Remaining && ws.Window == d.Window && ws.ResetAt().Equal(d.ResetAt) {
-			return i
-		}
-	}
-	return -1
+	return matchWindow(d, len(info.names))
 }
 
 // appendPolicyItem appends one RateLimit-Policy item: the quoted name, q,

@@ -22,12 +22,18 @@
 //     with a headers.WithDraftHeaders Writer, WithHeaders);
 //   - denied: RESOURCE_EXHAUSTED, with a google.rpc.RetryInfo detail whose
 //     delay reaches the window's end, rounded up to whole seconds, a
-//     google.rpc.QuotaFailure naming the policy (never the key), and in
-//     the trailer the same metadata as an admission, retry-after and
-//     grpc-retry-pushback-ms with the same delay, so that a grpc-go
-//     client with a retry policy for RESOURCE_EXHAUSTED waits until the
-//     window has turned (a denial sends no header: one would commit the
-//     call, and the client would not retry it);
+//     google.rpc.QuotaFailure naming the policy (never the key) and its
+//     limit in the HTTP body's words ("1000 per month",
+//     headers.DescribeLimit), and in the trailer the same metadata as an
+//     admission, retry-after and grpc-retry-pushback-ms with the same
+//     delay, so that a grpc-go client with a retry policy for
+//     RESOURCE_EXHAUSTED waits until the window has turned (a denial
+//     sends no header: one would commit the call, and the client would
+//     not retry it). A delay longer than WithMaxPushback's bound (default
+//     one minute: an hourly, daily or monthly limit) sends a pushback of
+//     -1 instead, which asks the client not to retry: it gets the refusal
+//     at once, not at its deadline or when the month turns, and RetryInfo
+//     and retry-after still say the delay;
 //   - the limiter could not decide: UNAVAILABLE, never the error's text,
 //     or the handler under WithFailOpen;
 //   - the caller's context is done: CANCELED (DEADLINE_EXCEEDED for a
@@ -40,7 +46,8 @@
 // way the call carries one set of metadata, describing the most
 // restrictive decision. WithMethods gives methods limiters of their own,
 // WithExempt lets health checks through, WithShadow watches a limit
-// before enforcing it, and WithObserver takes the observers of
+// before enforcing it, WithMaxPushback bounds the waits clients are asked
+// to retry after, and WithObserver takes the observers of
 // middleware/metrics and middleware/otelmetrics unchanged.
 //
 // This package is a module of its own, so that the root module's go.mod

@@ -1,12 +1,16 @@
 package grpclimit_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
@@ -71,6 +75,84 @@ func TestOneBudgetForBothDoors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOneTextForBothDoors (issue 32): a refusal names its limit alike
+// through both doors, in headers.DescribeLimit's words: the HTTP problem
+// body's detail and the gRPC QuotaFailure's description say "per 1m" of
+// a fixed window and "per day", "per week", "per month" of calendar
+// windows, never a Go duration ("743h0m0s").
+func TestOneTextForBothDoors(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw, err := headers.New(headers.WithProblemJSON("", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		p    *limiter.Policy
+		at   time.Time
+		want string
+	}{
+		{"fixed_window", limiter.MustPolicy("api", limiter.PerMinute(2)), noon30, "2 per 1m"},
+		{"fixed_window_of_90s", limiter.MustPolicy("api", limiter.Rate{Limit: 2, Window: 90 * time.Second}), noon30, "2 per 90s"},
+		{"day", limiter.MustPolicy("plan", limiter.PerDayIn(2, paris), limiter.PerMinute(100)), noon30, "2 per day"},
+		{"week", limiter.MustPolicy("plan", limiter.PerWeekIn(2, time.UTC)), noon30, "2 per week"},
+		{"month", limiter.MustPolicy("plan", limiter.PerMonthIn(2, time.UTC)), time.Date(2026, 7, 15, 12, 17, 0, 0, time.UTC), "2 per month"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, _ := newLimiter(t, tt.p, tt.at)
+			mw, err := middleware.New(l, middleware.WithHeaders(hw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			web := httptest.NewServer(mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+			t.Cleanup(web.Close)
+			client := serve(t, interceptors(newInterceptor(t, l))...)
+			// One budget: a request and a call spend it, then both doors
+			// refuse.
+			if resp, err := web.Client().Get(web.URL); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("first request: %v, %v", resp, err)
+			} else {
+				resp.Body.Close()
+			}
+			if a := check(t, client); a.code != codes.OK {
+				t.Fatalf("first call: %v", a.st)
+			}
+			resp, err := web.Client().Get(web.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body struct{ Detail string }
+			err = json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("HTTP refusal: %d, %v; want 429 with a problem body", resp.StatusCode, err)
+			}
+			a := check(t, client)
+			if a.code != codes.ResourceExhausted {
+				t.Fatalf("gRPC refusal: %v, want RESOURCE_EXHAUSTED", a.st)
+			}
+			_, qf := details(t, a.st)
+			texts := map[string]string{"HTTP detail": body.Detail, "QuotaFailure": qf.GetViolations()[0].GetDescription()}
+			for door, text := range texts {
+				if got := limitIn(text); got != tt.want {
+					t.Errorf("%s %q names the limit %q, want %q", door, text, got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// limitIn returns what a refusal's text says its limit is: the words
+// between "limit of " and " exceeded".
+func limitIn(text string) string {
+	_, after, _ := strings.Cut(text, "limit of ")
+	limit, _, _ := strings.Cut(after, " exceeded")
+	return limit
 }
 
 // must returns a function that fails t when a keyfunc constructor fails.

@@ -42,13 +42,16 @@ type Interceptor struct {
 	observe   middleware.Observer
 	md        *headers.Writer // the metadata writer: lower-case names
 	mdOnAllow bool            // md writes something on an admission
+
+	maxPushback time.Duration // the longest wait a refusal pushes back; longer ones ask for no retry
 }
 
 // New returns an Interceptor that limits calls with l, keyed by the
 // peer's address (PeerHost) unless WithKey says otherwise. Configuration
 // errors (a nil limiter or option argument, too many limiters, a method
-// name that is none, a metadata name gRPC cannot send) are reported here,
-// wrapping ErrInvalidOption, never by a call.
+// name that is none, a metadata name gRPC cannot send, a pushback bound
+// out of range) are reported here, wrapping ErrInvalidOption, never by a
+// call.
 func New(l middleware.Limiter, opts ...Option) (*Interceptor, error) {
 	if err := verdict.Check(l); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
@@ -73,6 +76,8 @@ func New(l middleware.Limiter, opts ...Option) (*Interceptor, error) {
 		failOpen: c.failOpen,
 		shadow:   c.shadow,
 		observe:  c.observe,
+
+		maxPushback: c.maxPushback(),
 	}
 	if len(ic.rules) > maxLimiters {
 		return nil, fmt.Errorf("%w: %d limiters, at most %d", ErrInvalidOption, len(ic.rules), maxLimiters)

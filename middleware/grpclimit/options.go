@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/internal/verdict"
@@ -29,7 +31,8 @@ type config struct {
 	shadow   bool
 	observe  middleware.Observer
 	headers  *headers.Writer
-	given    given // the options given, for New to check
+	pushback time.Duration // WithMaxPushback's bound
+	given    given         // the options given, for New to check
 }
 
 // given records which options were given, so that New can tell a nil
@@ -43,6 +46,15 @@ const (
 	givenCost
 	givenObserver
 	givenHeaders
+	givenMaxPushback
+)
+
+// The bounds of WithMaxPushback. The default is the longest wait of a
+// per-minute window; the ceiling is the largest pushback gRFC A6's signed
+// 32-bit count of milliseconds carries.
+const (
+	defaultMaxPushback = time.Minute
+	pushbackCeiling    = math.MaxInt32 * time.Millisecond
 )
 
 // check reports the first bad option, in the order of the options' docs.
@@ -88,7 +100,18 @@ func (c *config) check() error {
 			}
 		}
 	}
+	if c.given&givenMaxPushback != 0 && (c.pushback <= 0 || c.pushback > pushbackCeiling) {
+		return fmt.Errorf("%w: WithMaxPushback(%v): want a bound above 0 and at most %v, the 2147483647 ms of gRFC A6's pushback", ErrInvalidOption, c.pushback, pushbackCeiling)
+	}
 	return nil
+}
+
+// maxPushback returns WithMaxPushback's bound, or the default.
+func (c *config) maxPushback() time.Duration {
+	if c.given&givenMaxPushback == 0 {
+		return defaultMaxPushback
+	}
+	return c.pushback
 }
 
 // validMethod reports whether m is a full method name: "/", a service,
@@ -176,4 +199,28 @@ func WithObserver(f middleware.Observer) Option {
 // are not used here.
 func WithHeaders(w *headers.Writer) Option {
 	return func(c *config) { c.headers, c.given = w, c.given|givenHeaders }
+}
+
+// WithMaxPushback sets the longest wait a refusal asks gRPC clients to
+// retry after (default one minute). A refusal whose wait, in whole
+// seconds rounded up as RetryInfo states it, is longer than d sends
+// grpc-retry-pushback-ms: -1, which gRFC A6 defines as "do not retry":
+// a client with a retry policy for RESOURCE_EXHAUSTED gets the refusal
+// at once, instead of waiting out its deadline (DEADLINE_EXCEEDED) or,
+// without one, holding the call until the window turns, a day or a month
+// away. RetryInfo, retry-after and x-ratelimit-reset still say when the
+// quota returns. A wait of d or less is pushed back as before, and the
+// client's retry comes once the window has turned.
+//
+// The default, one minute, is the longest wait of a per-minute window:
+// every refusal of a per-second or per-minute limit is still retried
+// after its boundary, while the waits of hourly, daily and monthly limits
+// outlast the deadlines calls commonly carry, seconds. d must be above 0
+// and at most 2147483647 ms (about 24.8 days), the largest pushback gRFC
+// A6's signed 32-bit value carries. Since every wait is at least one
+// second, a d under a second asks no refusal to be retried. Each
+// Interceptor has its own bound; a refusal follows the one of the
+// Interceptor that refused.
+func WithMaxPushback(d time.Duration) Option {
+	return func(c *config) { c.pushback, c.given = d, c.given|givenMaxPushback }
 }

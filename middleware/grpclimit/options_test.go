@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -51,6 +53,9 @@ func TestNewRefuses(t *testing.T) {
 		{"method_not_full", l, []grpclimit.Option{grpclimit.WithMethods(map[string]middleware.Limiter{"Check": l})}, `"Check" is not a full method name`},
 		{"method_nil_limiter", l, []grpclimit.Option{grpclimit.WithMethods(map[string]middleware.Limiter{checkMethod: nil})}, "the limiter of " + checkMethod},
 		{"name_not_metadata", l, []grpclimit.Option{grpclimit.WithHeaders(renamed)}, `"x-rate!limit"`},
+		{"max_pushback_zero", l, []grpclimit.Option{grpclimit.WithMaxPushback(0)}, "WithMaxPushback(0s)"},
+		{"max_pushback_negative", l, []grpclimit.Option{grpclimit.WithMaxPushback(-time.Minute)}, "WithMaxPushback(-1m0s)"},
+		{"max_pushback_past_32_bits", l, []grpclimit.Option{grpclimit.WithMaxPushback(math.MaxInt32*time.Millisecond + time.Millisecond)}, "WithMaxPushback(596h31m23.648s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,6 +64,17 @@ func TestNewRefuses(t *testing.T) {
 				t.Fatalf("New: %v, %v; want an ErrInvalidOption naming %q", ic, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestMaxPushbackBounds: the shortest bound and the longest gRFC A6's
+// pushback can carry are accepted.
+func TestMaxPushbackBounds(t *testing.T) {
+	l, _ := newLimiter(t, limiter.MustPolicy("api", limiter.PerMinute(10)), noon30)
+	for _, d := range []time.Duration{time.Nanosecond, time.Minute, math.MaxInt32 * time.Millisecond} {
+		if _, err := grpclimit.New(l, grpclimit.WithMaxPushback(d)); err != nil {
+			t.Errorf("New(WithMaxPushback(%v)): %v, want no error", d, err)
+		}
 	}
 }
 

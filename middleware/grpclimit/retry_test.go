@@ -2,12 +2,18 @@ package grpclimit_test
 
 import (
 	"context"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
@@ -66,5 +72,152 @@ func TestRetryPolicyWaitsForTheBoundary(t *testing.T) {
 	// The pushback was 1000 ms; the backoff alone would have been 1 ms.
 	if took < 900*time.Millisecond {
 		t.Fatalf("the retry came %v after the call, want the pushback's 1s", took)
+	}
+}
+
+// documentedRetryPolicy is the service config docs/grpc.md recommends,
+// as it stands there (TestDocumentedRetryPolicy keeps the two alike).
+const documentedRetryPolicy = `{"methodConfig": [{
+  "name": [{"service": "grpc.health.v1.Health"}],
+  "retryPolicy": {
+    "maxAttempts": 2, "initialBackoff": "0.1s", "maxBackoff": "1s",
+    "backoffMultiplier": 2, "retryableStatusCodes": ["RESOURCE_EXHAUSTED"]
+  }
+}]}`
+
+// TestDocumentedRetryPolicy: docs/grpc.md shows documentedRetryPolicy,
+// so the tests that use it check the policy users copy.
+func TestDocumentedRetryPolicy(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/grpc.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), documentedRetryPolicy) {
+		t.Fatalf("docs/grpc.md does not show the retry policy the tests use:\n%s", documentedRetryPolicy)
+	}
+}
+
+// TestRetryPolicyStopsAtALongWait (issue 32): a grpc-go client with the
+// documented retry policy and a 3 s deadline, refused by a monthly limit
+// 16 days before the month turns, gets RESOURCE_EXHAUSTED at once. The
+// pushback asks for no retry (-1), so the client neither waits out its
+// deadline on a pushback of 1424580000 ms (DEADLINE_EXCEEDED, as it did)
+// nor retries after its backoff (the server sees one refusal); RetryInfo
+// and retry-after still say when the month turns. With the bound raised
+// past the wait, the client waits the pushback again, until its
+// deadline.
+func TestRetryPolicyStopsAtALongWait(t *testing.T) {
+	turn := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	at := turn.Add(-1424580 * time.Second) // the issue's wait: 15 July, 12:17 UTC
+	for _, tt := range []struct {
+		name     string
+		opts     []grpclimit.Option
+		deadline time.Duration
+		code     codes.Code
+		pushback string
+	}{
+		{"default_bound", nil, 3 * time.Second, codes.ResourceExhausted, "-1"},
+		{"bound_past_the_wait", []grpclimit.Option{grpclimit.WithMaxPushback(17 * 24 * time.Hour)}, 200 * time.Millisecond, codes.DeadlineExceeded, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, _ := newLimiter(t, limiter.MustPolicy("plan", limiter.PerMonthIn(1, time.UTC)), at)
+			var denied atomic.Int32
+			observe := func(e middleware.Event) {
+				if e.Outcome == middleware.Denied {
+					denied.Add(1)
+				}
+			}
+			ic := newInterceptor(t, l, append(tt.opts, grpclimit.WithObserver(observe))...)
+			conn := serveWith(t, []grpc.DialOption{grpc.WithDefaultServiceConfig(documentedRetryPolicy)}, interceptors(ic)...)
+			client := healthpb.NewHealthClient(conn)
+			if a := check(t, client); a.st.Err() != nil {
+				t.Fatalf("first call: %v", a.st)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), tt.deadline)
+			defer cancel()
+			var trailer metadata.MD
+			start := time.Now()
+			_, err := client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer))
+			took := time.Since(start)
+			st := status.Convert(err)
+			t.Logf("answered %v after %v (deadline %v)", st.Code(), took, tt.deadline)
+			if st.Code() != tt.code {
+				t.Fatalf("second call: %v after %v, want %v", st, took, tt.code)
+			}
+			if denied.Load() != 1 {
+				t.Fatalf("the server refused %d attempts, want 1: the client retried", denied.Load())
+			}
+			if tt.code == codes.DeadlineExceeded {
+				if took < tt.deadline {
+					t.Fatalf("DEADLINE_EXCEEDED after %v, before the deadline %v", took, tt.deadline)
+				}
+				return
+			}
+			// At once: a retry after the policy's backoff would show as a
+			// second refusal above; this bounds the answer well under
+			// the deadline, with room for a loaded machine.
+			if took > time.Second {
+				t.Fatalf("RESOURCE_EXHAUSTED after %v, want it at once (the deadline is %v)", took, tt.deadline)
+			}
+			secs := int64(turn.Sub(at) / time.Second)
+			ri, _ := details(t, st)
+			if got := ri.GetRetryDelay().AsDuration(); got != turn.Sub(at) {
+				t.Fatalf("RetryInfo delay %v, want %v, until the month turns", got, turn.Sub(at))
+			}
+			for name, want := range map[string]string{
+				grpclimit.PushbackTrailer: tt.pushback,
+				"retry-after":             strconv.FormatInt(secs, 10),
+				"x-ratelimit-reset":       strconv.FormatInt(turn.Unix(), 10),
+				"x-ratelimit-remaining":   "0",
+			} {
+				if got := one(t, trailer, name); got != want {
+					t.Fatalf("trailer %s = %q, want %q", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestPushbackBound: a refusal's wait, in whole seconds rounded up, is
+// pushed back in milliseconds up to WithMaxPushback's bound (default one
+// minute, so a per-minute window's longest wait is still pushed back),
+// and is -1 past it; RetryInfo and retry-after say the wait either way.
+func TestPushbackBound(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		p        *limiter.Policy
+		at       time.Time
+		opts     []grpclimit.Option
+		wait     time.Duration
+		pushback string
+	}{
+		{"minute_window_whole_wait", limiter.MustPolicy("api", limiter.PerMinute(1)), time.Date(2026, 7, 31, 12, 1, 0, 0, time.UTC), nil, time.Minute, "60000"},
+		{"hour_window_61s_left", limiter.MustPolicy("api", limiter.PerHour(1)), time.Date(2026, 7, 31, 12, 58, 59, 0, time.UTC), nil, 61 * time.Second, "-1"},
+		{"rounded_up_past_the_bound", limiter.MustPolicy("api", limiter.PerHour(1)), time.Date(2026, 7, 31, 12, 58, 59, 500_000_000, time.UTC), []grpclimit.Option{grpclimit.WithMaxPushback(60500 * time.Millisecond)}, 61 * time.Second, "-1"},
+		{"hour_window_raised_bound", limiter.MustPolicy("api", limiter.PerHour(1)), time.Date(2026, 7, 31, 12, 30, 0, 0, time.UTC), []grpclimit.Option{grpclimit.WithMaxPushback(time.Hour)}, 30 * time.Minute, "1800000"},
+		{"bound_under_a_second", limiter.MustPolicy("api", limiter.PerSecond(1)), noon30, []grpclimit.Option{grpclimit.WithMaxPushback(500 * time.Millisecond)}, time.Second, "-1"},
+		{"day", limiter.MustPolicy("plan", limiter.PerDayIn(1, time.UTC)), noon30, nil, 12*time.Hour - 30*time.Second, "-1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, _ := newLimiter(t, tt.p, tt.at)
+			client := serve(t, interceptors(newInterceptor(t, l, tt.opts...))...)
+			if a := check(t, client); a.code != codes.OK {
+				t.Fatalf("first call: %v", a.st)
+			}
+			a := check(t, client)
+			if a.code != codes.ResourceExhausted {
+				t.Fatalf("second call: %v, want RESOURCE_EXHAUSTED", a.st)
+			}
+			ri, _ := details(t, a.st)
+			if got := ri.GetRetryDelay().AsDuration(); got != tt.wait {
+				t.Errorf("RetryInfo delay %v, want %v", got, tt.wait)
+			}
+			if got := one(t, a.trailer, "retry-after"); got != strconv.FormatInt(int64(tt.wait/time.Second), 10) {
+				t.Errorf("retry-after %s, want %d", got, int64(tt.wait/time.Second))
+			}
+			if got := one(t, a.trailer, grpclimit.PushbackTrailer); got != tt.pushback {
+				t.Errorf("pushback %s, want %s", got, tt.pushback)
+			}
+		})
 	}
 }

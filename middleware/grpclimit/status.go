@@ -23,8 +23,16 @@ import (
 // PushbackTrailer is the trailer by which a server tells a gRPC client
 // with a retry policy how long to wait before its next attempt, in
 // milliseconds (gRFC A6): a denied call carries the wait until the
-// window turns.
+// window turns, or -1, "do not retry", when that wait is longer than
+// WithMaxPushback's bound.
 const PushbackTrailer = "grpc-retry-pushback-ms"
+
+// noRetry is the pushback that asks a client not to retry at all: gRFC
+// A6 reads a negative or unparsable value so (grpc-go's
+// csAttempt.shouldRetry returns the status at once). An absent pushback
+// would not do: the client would retry after its policy's backoff, into
+// another refusal.
+const noRetry = "-1"
 
 // The answers that carry nothing of the call: one value each, and never
 // an error's text, which may name hosts, keys or internals.
@@ -55,8 +63,10 @@ func keyOutcome(err error) (middleware.Outcome, error) {
 // interceptors around, if any, and applied), and the pushback. Nothing
 // goes in the header: a response that sends a header commits the call,
 // and a grpc-go client with a retry policy would not retry it (gRFC A6);
-// a trailers-only response is retried after the pushback. ss is the
-// call's stream, nil for a unary call.
+// a trailers-only response is retried after the pushback, or not at all
+// when the wait is longer than ic.maxPushback. RetryInfo and retry-after
+// say the wait either way. ss is the call's stream, nil for a unary
+// call.
 func (ic *Interceptor) deny(ctx context.Context, ss grpc.ServerStream, outer *state, d *limiter.Decision, applied []*limiter.Policy) error {
 	md := make(metadata.MD, 6)
 	ic.md.Write(http.Header(md), d, outer.with(applied)...)
@@ -66,7 +76,7 @@ func (ic *Interceptor) deny(ctx context.Context, ss grpc.ServerStream, outer *st
 		outer.flushed.Store(true)
 	}
 	secs := headers.RetryAfterSeconds(d.RetryAfter)
-	md[PushbackTrailer] = []string{strconv.FormatInt(secs*1000, 10)}
+	md[PushbackTrailer] = []string{pushback(secs, ic.maxPushback)}
 	if ss != nil {
 		ss.SetTrailer(md)
 	} else {
@@ -75,9 +85,19 @@ func (ic *Interceptor) deny(ctx context.Context, ss grpc.ServerStream, outer *st
 	return denial(d, secs)
 }
 
+// pushback returns the pushback of a wait of secs whole seconds: the
+// wait in milliseconds, or noRetry when it is longer than bound.
+func pushback(secs int64, bound time.Duration) string {
+	if secs > int64(bound/time.Second) {
+		return noRetry
+	}
+	return strconv.FormatInt(secs*1000, 10)
+}
+
 // denial returns the RESOURCE_EXHAUSTED status of a refusal that lifts in
 // secs seconds: RetryInfo with that delay, and a QuotaFailure that names
-// the policy and its limit, never the key.
+// the policy and its limit, never the key, in the words of the HTTP
+// problem body (headers.DescribeLimit: "per month", "per 1m").
 func denial(d *limiter.Decision, secs int64) error {
 	wait := strconv.FormatInt(secs, 10)
 	st := status.New(codes.ResourceExhausted, "rate limit exceeded; retry in "+wait+"s")
@@ -85,11 +105,15 @@ func denial(d *limiter.Decision, secs int64) error {
 	if d.Policy != nil {
 		name = d.Policy.Name()
 	}
+	limit := "limit"
+	if per := headers.DescribeLimit(d); per != "" {
+		limit += " of " + per
+	}
 	detailed, err := st.WithDetails(
 		&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)},
 		&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
 			Subject:     "policy:" + name,
-			Description: "limit of " + strconv.FormatInt(d.Limit, 10) + " per " + d.Window.String() + " exceeded; retry in " + wait + "s",
+			Description: limit + " exceeded; retry in " + wait + "s",
 		}}},
 	)
 	if err != nil {
