@@ -73,6 +73,20 @@ func Uncharged(d Decision) Decision {
 	return d
 }
 
+// AtMost returns d with Remaining, and every window's remaining, at most
+// n (never below zero), for a store that decides from a share of the
+// budget it holds alone (redisstore's leases): Decide chose the deciding
+// window from the counts as the store last saw them, and the client is
+// told no more than the store is sure of.
+func AtMost(d Decision, n int64) Decision {
+	n = max(n, 0)
+	d.Remaining = min(d.Remaining, n)
+	for i := range d.remaining {
+		d.remaining[i] = min(d.remaining[i], n)
+	}
+	return d
+}
+
 // Refundable reports whether d charged windows of policy p that a refund
 // may return to, for stores: an admission that was charged, made under a
 // policy of p's id (an error otherwise).

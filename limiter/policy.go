@@ -275,6 +275,12 @@ func (p *Policy) ID() string { return p.id }
 // same ID, whatever their limits (WithLimits).
 func (p *Policy) SameUsage(q *Policy) bool { return p != nil && q != nil && p.uid == q.uid }
 
+// UsageID returns the policy's ID, interned: policies of one ID
+// (WithLimits') return equal handles, compared as cheaply as pointers,
+// for stores that key state of their own (a cache, a lease) by the usage
+// it describes rather than by the policy value.
+func (p *Policy) UsageID() unique.Handle[string] { return p.uid }
+
 // String returns a readable form, such as "api: 100/1m0s + 5/1s" or
 // "plan: 1000000/month@Europe/Paris + 600/1m0s".
 func (p *Policy) String() string {

@@ -28,7 +28,7 @@ func TestCalendarAppClock(t *testing.T) {
 	}{
 		{"batch", false, nil},
 		{"no_overlimit_cache", false, []Option{WithOverLimitCache(0)}},
-		{"leases", false, []Option{WithLeases(time.Hour, 1)}},
+		{"leases", false, []Option{WithLeases(time.Second, 1)}},
 		{"plain", false, []Option{withPath(pathPlain)}},
 		{"cluster", true, nil},
 	} {
@@ -76,7 +76,7 @@ func TestCalendarServerClockAcrossMidnight(t *testing.T) {
 		stranded int64
 	}{
 		{"batch", false, nil, 0},
-		{"leases", false, []Option{WithLeases(time.Hour, 4)}, 2 * limit / 4},
+		{"leases", false, []Option{WithLeases(time.Second, 4)}, 2 * limit / 4},
 		{"cluster", true, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -339,7 +339,7 @@ func TestCalendarRefund(t *testing.T) {
 			opts := []Option{withClockSource(clock)}
 			if leased {
 				name += "/leases"
-				opts = append(opts, WithLeases(time.Hour, 1))
+				opts = append(opts, WithLeases(time.Second, 1))
 			}
 			t.Run(name, func(t *testing.T) {
 				s := newStore(t, c, opts...)

@@ -139,8 +139,8 @@
 //
 // # Sharing round trips
 //
-// A key found over its limit in a window is refused locally until that
-// window ends (the over-limit cache): no round trip. Concurrent decisions
+// A key found over its limit in a window is refused locally for a second
+// at most (the over-limit cache): no round trip. Concurrent decisions
 // share rounds: the decisions that queue while earlier ones are in flight
 // go out together, one script call per server, each decided atomically
 // in turn, the servers in parallel. On a *redis.Client (a single node or

@@ -114,8 +114,9 @@ func (e Event) String() string {
 
 // reportCorrupt tells the observer of each window that the script found
 // corrupt in r. Such a window is refused (its count is -1) and the
-// over-limit cache then answers for the key until the window ends, so a
-// corrupt key is reported about once per window per replica.
+// over-limit cache then answers for the key for a second at most (until
+// the window ends, if sooner), so a corrupt key is reported about once a
+// second per replica.
 func (s *Store) reportCorrupt(req *limiter.Request, r *result) {
 	if s.cfg.observer == nil {
 		return

@@ -35,7 +35,12 @@ const (
 // limit − R × max(1, limit/divisor). See docs/leases.md for the trade,
 // and for what a lease does while Redis is away.
 //
-// horizon must be in (0, 1h] and a whole number of milliseconds, divisor
+// A lease lasts at most a second from the request that asked for it, so
+// that what another replica does to the key (a Reset, a refund, a lower
+// limit) is obeyed here within a second: units leased and unspent then
+// are lost, as at a window's end.
+//
+// horizon must be in (0, 1s] and a whole number of milliseconds, divisor
 // ≥ 1 (or either 0); anything else makes New return an error wrapping
 // ErrInvalidOption.
 func WithLeases(horizon time.Duration, divisor int64) Option {
@@ -58,8 +63,8 @@ func (c leaseConfig) validate() error {
 	switch {
 	case !c.on:
 		return nil
-	case c.horizon <= 0 || c.horizon > time.Hour || c.horizon%time.Millisecond != 0:
-		return fmt.Errorf("%w: lease horizon %v must be a whole number of milliseconds in (0, 1h]", ErrInvalidOption, c.horizon)
+	case c.horizon <= 0 || c.horizon > maxLocalAge || c.horizon%time.Millisecond != 0:
+		return fmt.Errorf("%w: lease horizon %v must be a whole number of milliseconds in (0, %v]: a lease lasts at most that", ErrInvalidOption, c.horizon, maxLocalAge)
 	case c.divisor < 1:
 		return fmt.Errorf("%w: lease divisor %d must be ≥ 1", ErrInvalidOption, c.divisor)
 	}
@@ -78,17 +83,21 @@ type leases struct {
 	keys    *keyCache // the store's: the windows of calendar rates
 }
 
-// A leaseEntry is one key's lease and demand on this replica. Guarded by
+// A leaseEntry is one key's lease and demand on this replica, under one
+// usage (whatever the limits of the requests that spend it). Guarded by
 // its shard's mutex.
 type leaseEntry struct {
 	// The span: the windows of the last reply from Redis, valid for
-	// start ≤ t < end. known is false until a reply for the current span.
+	// start ≤ t < end, end no later than maxLocalAge after the request
+	// that brought the last grant. known is false until a reply for the
+	// current span.
 	start, end int64
 	known      bool
 	ids        [limiter.MaxWindows]int64 // the windows' ids
 	offset     int64                     // serverClock: Redis's ms = t + offset
 	first      int64                     // serverClock: the span's start, Redis's ms
 	held       int64                     // units leased and not yet spent, in the span
+	after      [limiter.MaxWindows]int64 // each window's count in Redis after the last grant
 	spent      int64                     // units spent from the lease in the span: what a refund may return to it
 
 	// Demand: cost asked of this replica since the instant since.
@@ -100,8 +109,10 @@ type leaseEntry struct {
 
 // A leaseTicket is a request's part in leasing: the lease it asks for
 // and, when it is the one lease request in flight for its key, the
-// channel to close when it returns.
+// channel to close when it returns; and what a lease that ended left
+// unspent.
 type leaseTicket struct {
+	left   leftover // what the key's lease held unspent when it ended, to give back
 	want   int64
 	waited bool   // for another's lease request: its deadline is nearer than the timeout
 	t      int64  // the request's time, in the store's time base
@@ -138,7 +149,7 @@ func (l *leases) take(ctx context.Context, req *limiter.Request, deadline time.T
 		return d, tk, false, nil
 	}
 	tk.t = l.now(req)
-	k := shardKey{req.Policy, req.Key}
+	k := entryKey(req.Policy, req.Key)
 	sh := l.shard(req.Key)
 	sh.mu.Lock()
 	tk.epoch = sh.epoch.Load()
@@ -149,7 +160,7 @@ func (l *leases) take(ctx context.Context, req *limiter.Request, deadline time.T
 			return d, tk, false, nil
 		}
 	}
-	e.observe(tk.t, req.Cost)
+	tk.left = e.observe(tk.t, req.Cost)
 	if d, ok = l.spend(e, req, tk.t); ok {
 		sh.mu.Unlock()
 		return d, tk, true, nil
@@ -199,28 +210,31 @@ func (l *leases) insert(sh *shard[*leaseEntry], k shardKey, t int64) *leaseEntry
 }
 
 // observe counts a request at t in the entry's demand, starting afresh
-// (and dropping a lease that has ended) when t is outside the span.
-func (e *leaseEntry) observe(t, cost int64) {
+// (and dropping a lease that has ended) when t is outside the span. It
+// returns what the lease that ended held unspent, for the store to give
+// back to Redis: a lease ends a second after its grant (maxLocalAge),
+// usually well inside its windows, where its units are still of use to
+// every replica.
+func (e *leaseEntry) observe(t, cost int64) (left leftover) {
 	if e.known && (t >= e.end || t < e.start) {
+		if e.held > 0 {
+			left = leftover{units: e.held, at: e.first}
+		}
 		e.known, e.held, e.spent, e.seen = false, 0, 0, 0
 	}
 	if e.seen == 0 {
 		e.since = t
 	}
 	e.seen += cost
+	return left
 }
 
 // spend decides req from the entry's lease, if it holds enough for the
-// request in the request's windows. The Decision is limiter.Decide's for
-// windows that have exactly the units still held left: Remaining is what
-// this replica alone still holds, a floor of what is left across replicas.
+// request in the request's windows and the request's limits admit it.
 func (l *leases) spend(e *leaseEntry, req *limiter.Request, t int64) (d limiter.Decision, ok bool) {
 	if !e.known || t < e.start || t >= e.end || e.held < req.Cost {
 		return d, false
 	}
-	held := e.held
-	e.held -= req.Cost
-	e.spent += req.Cost
 	now := req.Now
 	if l.server {
 		// A request that read the monotonic clock before the lease
@@ -229,13 +243,25 @@ func (l *leases) spend(e *leaseEntry, req *limiter.Request, t int64) (d limiter.
 		// lease's window.
 		now = time.UnixMilli(max(t+e.offset, e.first))
 	}
+	// Each window as Redis counted it at the last grant, less what this
+	// replica still holds of it, so that the window closest to
+	// exhaustion decides, as Redis would have said; and Remaining no
+	// more than this replica holds after the request, a floor of what is
+	// left across replicas (others may be taking the rest). The
+	// request's own limits apply: a plan lowered under the count
+	// refuses here, and the request asks Redis.
 	var prior [limiter.MaxWindows]limiter.State
 	p := req.Policy
 	for i := range p.NumRates() {
-		prior[i] = limiter.State{Window: e.ids[i], Count: p.Rate(i).Limit - held}
+		prior[i] = limiter.State{Window: e.ids[i], Count: max(0, e.after[i]-e.held)}
 	}
 	_, d = limiter.Decide(p, prior, now, req.Cost)
-	return d, d.Allowed
+	if !d.Allowed {
+		return d, false
+	}
+	e.held -= req.Cost
+	e.spent += req.Cost
+	return limiter.AtMost(d, e.held), true
 }
 
 // want sizes the lease a request at t asks for: the key's local rate
@@ -283,7 +309,7 @@ func (l *leases) settle(tk *leaseTicket, req *limiter.Request, r *result, at tim
 	if tk.ch != nil {
 		sh := l.shard(req.Key)
 		sh.mu.Lock()
-		if e := sh.m[shardKey{req.Policy, req.Key}]; e != nil && e.pending == tk.ch {
+		if e := sh.m[entryKey(req.Policy, req.Key)]; e != nil && e.pending == tk.ch {
 			e.pending = nil
 		}
 		sh.mu.Unlock()
@@ -313,20 +339,35 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 		offset = ms - tk.t
 		start, end = math.MinInt64, end-offset
 	}
+	// At most maxLocalAge from the request that set out for it, so that
+	// a change another replica makes (a Reset, a lowered limit) is obeyed
+	// here within it: tk.t is that request's time, in the store's time
+	// base either way.
+	end = min(end, tk.t+maxLocalAge.Milliseconds())
 	sh := l.shard(req.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := sh.m[shardKey{p, req.Key}]
+	e := sh.m[entryKey(p, req.Key)]
 	if e == nil || sh.epoch.Load() != tk.epoch {
 		return // never tracked, or Reset since the script ran
+	}
+	var after [limiter.MaxWindows]int64
+	if r.allowed {
+		for i := range p.NumRates() {
+			after[i] = r.counts[i] + req.Cost + r.granted
+		}
 	}
 	switch {
 	case e.known && ids == e.ids:
 		e.held += r.granted
+		e.end = max(e.end, end) // a later grant, a later second
+		if r.allowed {
+			e.after = after
+		}
 	case !e.known || end > e.end:
 		// A newer span: what was held in the old one has ended.
 		e.start, e.end, e.ids, e.offset, e.first, e.held, e.known = start, end, ids, offset, first, r.granted, true
-		e.spent = 0
+		e.spent, e.after = 0, after
 	}
 	// A reply from an older span (a late one) leaves its grant stranded.
 }
@@ -345,7 +386,7 @@ func (l *leases) refund(req *limiter.Request, d *limiter.Decision) int64 {
 	sh := l.shard(req.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := sh.m[shardKey{req.Policy, req.Key}]
+	e := sh.m[entryKey(req.Policy, req.Key)]
 	if e == nil || !e.known || t < e.start || t >= e.end {
 		return 0
 	}

@@ -213,8 +213,12 @@ func WithBreaker(failures int, openFor time.Duration) Option {
 }
 
 // WithOverLimitCache bounds the over-limit cache to n keys (default
-// 16384); 0 disables it. A key found over its limit in a window
-// is refused locally, with no round trip, until that window ends.
+// 16384); 0 disables it. A key found over its limit in a window is
+// refused locally, with no round trip, for a second at most (until the
+// window ends, if sooner), so that a Reset or refund another replica
+// makes is obeyed here within that second; then one request asks Redis
+// again. A request under a higher limit (limiter.Limiter.WithLimits, the
+// same usage) is decided again under it at once.
 func WithOverLimitCache(n int) Option { return func(c *config) { c.cacheSize = n } }
 
 // WithDeclaredKeys sends every script call with its keys declared, the

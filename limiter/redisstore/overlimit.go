@@ -6,12 +6,18 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
-// overLimit remembers keys that are over their limit. Counts never fall
-// inside a window, so a key whose count has reached its limit in window W
-// refuses every request until W ends: such requests are answered here,
-// with the same limiter.Decide, and never reach Redis. An entry is the
-// client key (shared with the caller's string) plus about 100 bytes, and
-// is stale once its windows end.
+// overLimit remembers keys that are over their limit. A key whose count
+// has reached its limit in window W refuses every request until W ends,
+// unless something lowers its count (a Reset, a refund, a settle, made by
+// any replica) or raises its limit: such requests are answered here, with
+// the same limiter.Decide, under the request's own limits, and never
+// reach Redis. An entry is kept for at most maxLocalAge, so that what
+// another replica did to the key is obeyed within it, and is kept by
+// usage, not by limit: a request under a raised limit (another plan, the
+// same usage) finds the counts and is decided again, admitted if they
+// allow it, by Redis. An entry is the client key (shared with the
+// caller's string) plus about 100 bytes, and is stale once its windows
+// end or its second is out.
 type overLimit struct {
 	shardedMap[olEntry]
 	keys *keyCache // the store's: the windows of calendar rates
@@ -19,7 +25,7 @@ type overLimit struct {
 
 type olEntry struct {
 	states [limiter.MaxWindows]limiter.State
-	until  int64 // ms, in the store's time base, when the last full window ends
+	until  int64 // ms, in the store's time base: when the last full window ends, or maxLocalAge after the decision
 	// serverClock: Redis's time at the decision, and mono then.
 	at   time.Time
 	mono time.Duration
@@ -44,7 +50,7 @@ func (c *overLimit) lookup(p *limiter.Policy, key string, now time.Time, cost in
 		return d, false
 	}
 	sh := c.shard(key)
-	k := shardKey{p, key}
+	k := entryKey(p, key)
 	var m time.Duration
 	if c.server {
 		m = c.mono()
@@ -64,6 +70,15 @@ func (c *overLimit) lookup(p *limiter.Policy, key string, now time.Time, cost in
 	}
 	_, d = limiter.Decide(p, e.states, now, cost)
 	return d, !d.Allowed
+}
+
+// lookupUnlessPeek is lookup for a request that charges: a peek asks
+// Redis, whose counts may have moved since the entry was noted.
+func (c *overLimit) lookupUnlessPeek(req *limiter.Request) (limiter.Decision, bool) {
+	if req.Peek {
+		return limiter.Decision{}, false
+	}
+	return c.lookup(req.Policy, req.Key, req.Now, req.Cost)
 }
 
 // instant returns the time, in e's time base, of a request at now (the
@@ -86,7 +101,11 @@ func (c *overLimit) epochOf(key string) uint64 {
 
 // note records the states after a decision made by Redis at instant at
 // (Redis's time under serverClock), if some window is full and no Reset
-// of the shard has happened since epoch was read.
+// of the shard has happened since epoch was read. The entry lasts until
+// the last full window ends, and at most maxLocalAge from the decision:
+// from reqNow, the request's instant before its round trip, on the
+// application's clock; from at, Redis's time when the script ran, on
+// Redis's.
 func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindows]limiter.State, at, reqNow time.Time, epoch uint64) {
 	if c == nil {
 		return
@@ -106,6 +125,11 @@ func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindo
 	if !full {
 		return
 	}
+	since := reqNow
+	if c.server {
+		since = at
+	}
+	until = min(until, since.Add(maxLocalAge).UnixMilli())
 	sh := c.shard(key)
 	e := olEntry{states: states, until: until}
 	var m time.Duration
@@ -116,7 +140,7 @@ func (c *overLimit) note(p *limiter.Policy, key string, states [limiter.MaxWindo
 	stale := func(old olEntry) bool { return c.instant(&old, reqNow, m).UnixMilli() >= old.until }
 	sh.mu.Lock()
 	if sh.epoch.Load() == epoch && c.room(sh, stale) {
-		sh.m[shardKey{p, key}] = e
+		sh.m[entryKey(p, key)] = e
 	}
 	sh.mu.Unlock()
 }

@@ -24,9 +24,9 @@ var refundHash = redis.NewScript(refundSource).Hash()
 // Redis's TIME says whether a window is still current; otherwise req.Now
 // does. A decision WithFailLocal's fallback made is refunded to it; one
 // WithFailOpen admitted was charged to nothing. This store's over-limit cache
-// forgets the key, so that its next request asks Redis; other replicas'
-// caches keep refusing it until the window they saw full ends, as after
-// Reset.
+// forgets the key, so that its next request asks Redis; other replicas
+// obey the refund within a second, as after Reset (their caches keep an
+// entry at most that long).
 func (s *Store) Refund(ctx context.Context, req limiter.Request, d limiter.Decision) error {
 	if err := s.check(&req); err != nil {
 		return err
@@ -44,6 +44,12 @@ func (s *Store) Refund(ctx context.Context, req limiter.Request, d limiter.Decis
 	if req.Cost -= s.leases.refund(&req, &d); req.Cost == 0 {
 		return nil // all back in this replica's lease
 	}
+	return s.refundRedis(ctx, req, &d)
+}
+
+// refundRedis returns req.Cost to the windows of Redis d charged that are
+// still current, in one script call sent at most once.
+func (s *Store) refundRedis(ctx context.Context, req limiter.Request, d *limiter.Decision) error {
 	pk := s.keys.get(req.Policy)
 	n := req.Policy.NumRates()
 	at := d.DecidedAt().UnixMilli()

@@ -5,13 +5,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
 // shardedMap is the table behind the over-limit cache and the leases: an
-// entry per key and policy, in shards with a mutex each so that hot keys
-// seldom share a lock.
+// entry per key and usage (the policy's UsageID: one entry for every
+// limit a plan is decided under, limiter.Limiter.WithLimits), in shards
+// with a mutex each so that hot keys seldom share a lock.
 //
 // Memory is bounded: at most size entries. A full shard first drops the
 // entries its user finds stale (see room); if it is still full, the new
@@ -32,6 +34,20 @@ type shardedMap[V any] struct {
 
 const nShards = 64
 
+// maxLocalAge bounds how long a replica decides by what it keeps of
+// Redis's counts, in the over-limit cache and in its leases: an entry
+// lives until its window ends, or until a second has passed since the
+// decision that made it set out (on the store's time base), whichever
+// comes first. So what another replica does to a key's counts (a Reset,
+// a refund, a settle) is obeyed everywhere within a second: a key over
+// its limit here asks Redis again at least once a second (a round trip a
+// second per refused key and replica, where the cache alone would have
+// spared it for the rest of a month), and units leased before the change
+// are spent for at most a second after it. A raised limit or another
+// plan needs no wait: the cache decides again under the request's own
+// limits.
+const maxLocalAge = time.Second
+
 type shard[V any] struct {
 	mu sync.Mutex
 	m  map[shardKey]V
@@ -43,9 +59,12 @@ type shard[V any] struct {
 }
 
 type shardKey struct {
-	p   *limiter.Policy
+	u   unique.Handle[string] // the policy's UsageID
 	key string
 }
+
+// entryKey returns the entry of key under p's usage.
+func entryKey(p *limiter.Policy, key string) shardKey { return shardKey{p.UsageID(), key} }
 
 func (s *shardedMap[V]) init(size int, server bool) {
 	start := time.Now()
@@ -74,12 +93,13 @@ func (s *shardedMap[V]) room(sh *shard[V], stale func(V) bool) bool {
 	return len(sh.m) < s.perShard
 }
 
-// drop deletes key's entry under p and moves its shard's epoch, so that
-// no decision already in flight can record the key again.
+// drop deletes key's entry under p's usage (whatever its limits) and
+// moves its shard's epoch, so that no decision already in flight can
+// record the key again.
 func (s *shardedMap[V]) drop(p *limiter.Policy, key string) {
 	sh := s.shard(key)
 	sh.mu.Lock()
-	delete(sh.m, shardKey{p, key})
+	delete(sh.m, entryKey(p, key))
 	sh.epoch.Add(1)
 	sh.mu.Unlock()
 }

@@ -57,7 +57,7 @@ var _ limiter.Store = (*Store)(nil)
 
 type counters struct {
 	roundTrips, decisions, cached, failures, degraded atomic.Uint64
-	leased, resent                                    atomic.Uint64
+	leased, resent, givenBack                         atomic.Uint64
 	renewals, renewFailures, slotsLost                atomic.Uint64
 }
 
@@ -82,6 +82,10 @@ type Stats struct {
 	// Leased is the number of decisions answered from a lease held by
 	// this replica (WithLeases), with no round trip.
 	Leased uint64
+	// GivenBack counts the units leases held unspent when they ended, a
+	// second after their grant, that were given back to their windows
+	// in Redis.
+	GivenBack uint64
 	// Resent is the number of decisions that a Cluster client's call to
 	// one master found off that master (their slot had moved, as when a
 	// Cluster is resharded), charged nothing there and sent again to where
@@ -287,6 +291,9 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 	// the window full (this replica's own lease may have filled it).
 	deadline := time.Now().Add(s.cfg.timeout)
 	d, tk, ok, err := s.leases.take(ctx, &req, deadline)
+	if tk.left.units > 0 {
+		s.giveBack(ctx, &req, tk.left, deadline)
+	}
 	if ok {
 		s.stats.leased.Add(1)
 		return d, nil
@@ -296,7 +303,9 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 		}
 		return s.degrade(ctx, &req, err)
 	}
-	if d, ok := s.cache.lookup(req.Policy, req.Key, req.Now, req.Cost); ok {
+	// A peek (Limiter.Peek, Limiter.Usage) reads Redis: the cache may
+	// be a second behind what other replicas did.
+	if d, ok := s.cache.lookupUnlessPeek(&req); ok {
 		s.leases.settle(&tk, &req, nil, time.Time{}, false)
 		s.stats.cached.Add(1)
 		return d, nil
@@ -434,13 +443,16 @@ func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
 	})
 }
 
-// Reset forgets key's counters under p, in Redis and in the over-limit
-// cache of this store: once it returns, this store admits the key's next
-// request, even if a decision that started before Reset answers after it.
-// Other replicas' over-limit caches keep refusing the key until the window
-// they saw full ends. On the limiter's clock (the default) the current
-// windows are found with now, its instant, and the windows either side of them are
-// deleted too, for replicas whose clocks differ.
+// Reset forgets key's counters under p's name and windows, whatever its
+// limits, in Redis and in the over-limit cache and leases of this store:
+// once it returns, this store admits the key's next request, even if a
+// decision that started before Reset answers after it. Every other
+// replica obeys it within one second: what a replica keeps locally (its
+// over-limit cache, its leases) is at most a second old when it decides
+// by it (a lease's unspent units then come back to the fresh counts, at
+// most a lease per replica). On the limiter's clock (the default) the
+// current windows are found with now, its instant, and the windows either
+// side of them are deleted too, for replicas whose clocks differ.
 func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now time.Time) error {
 	switch {
 	case s.closed.Load():
@@ -492,6 +504,7 @@ func (s *Store) Stats() Stats {
 		Failures:   s.stats.failures.Load(),
 		Degraded:   s.stats.degraded.Load(),
 		Leased:     s.stats.leased.Load(),
+		GivenBack:  s.stats.givenBack.Load(),
 		Resent:     s.stats.resent.Load(),
 		CachedKeys: s.cache.len(),
 
