@@ -22,7 +22,8 @@ import (
 var storeACL = struct {
 	// Commands are needed on every kind of client: the script (EVALSHA,
 	// and EVAL after NOSCRIPT), what it calls under either clock (TIME
-	// under serverClock), and Reset's DEL.
+	// under serverClock), Reset's DEL, and what inflight.lua calls for an
+	// in-flight cap's slots (a sorted set per key).
 	Commands []string
 	// Setup is go-redis's connection setup beyond HELLO and AUTH (which
 	// any user may send): CLIENT SETINFO, from Redis 7.2, names the
@@ -38,8 +39,9 @@ var storeACL = struct {
 	// and asks again later).
 	Cluster []string
 }{
-	Commands: []string{"evalsha", "eval", "time", "mget", "exists", "hmget", "pttl",
-		"set", "incrby", "pexpire", "hset", "hincrby", "pexpireat", "del"},
+	Commands: []string{"evalsha", "eval", "time", "mget", "exists", "pttl",
+		"set", "incrby", "pexpire", "del",
+		"zremrangebyscore", "zscore", "zadd", "zcard", "zrange", "zrem", "pexpireat"},
 	Setup:   []string{"client|setinfo"},
 	Cluster: []string{"cluster|slots", "asking", "command"},
 }
@@ -213,6 +215,31 @@ func aclScenario(client redis.UniversalClient, admin redis.UniversalClient, pref
 	if n != 10 || ls.Stats().Leased == 0 {
 		return fmt.Errorf("20 leased calls under 10/min: got %d admitted, %d from a lease; want 10, some", n, ls.Stats().Leased)
 	}
+
+	// An in-flight cap of 2: two slots taken, a third refused, one given
+	// back and taken again.
+	f, err := limiter.NewInFlight("acl-cap", 2, limiter.WithStore(s))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var releases []func()
+	for i := range 3 {
+		d, release, err := f.Acquire(ctx, "capped")
+		if err != nil || d.Allowed != (i < 2) {
+			return fmt.Errorf("Acquire %d of a cap of 2: got %+v, %v", i+1, d, err)
+		}
+		if release != nil {
+			releases = append(releases, release)
+		}
+	}
+	releases[0]()
+	d, release, err := f.Acquire(ctx, "capped")
+	if err != nil || !d.Allowed {
+		return fmt.Errorf("Acquire after a release: got %+v, %v; want a slot", d, err)
+	}
+	release()
+	releases[1]()
 	return nil
 }
 

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -138,14 +137,18 @@ func TestCalendarServerClockAcrossMidnight(t *testing.T) {
 	}
 }
 
-// TestCalendarServerClockFarOff: a replica whose clock is three days off
-// Redis's sends windows that do not hold TIME. The decision is an error,
-// ErrClockSkew within ErrUnavailable, and nothing is charged, never a
-// count under the wrong day; WithFailOpen admits it, charged to nothing.
+// TestCalendarServerClockFarOff: a replica whose clock is days, or
+// decades, off Redis's first sends calendar windows that do not hold
+// TIME: that call charges nothing and answers TIME, the store learns how
+// far off its clock is and asks again around Redis's, once. The decision
+// is Redis's day, charged once; the next call knows the skew and needs
+// one round trip. A machine whose clock reset (76 years behind) decides as
+// exactly as one on time: WithServerClock depends on Redis's clock alone.
 func TestCalendarServerClockFarOff(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
 	paris := storetest.Zone(t, "Europe/Paris")
+	const years76 = 76 * 8766 * time.Hour
 	for _, tc := range []struct {
 		name string
 		p    *limiter.Policy
@@ -155,39 +158,50 @@ func TestCalendarServerClockFarOff(t *testing.T) {
 		{"ahead", limiter.MustPolicy("far", limiter.PerDayIn(5, paris)), 72 * time.Hour, nil},
 		{"behind_layered", limiter.MustPolicy("far", limiter.PerMinute(5), limiter.PerWeekIn(50, paris)), -15 * 24 * time.Hour, nil},
 		{"plain", limiter.MustPolicy("far", limiter.PerDayIn(5, paris)), 72 * time.Hour, []Option{withPath(pathPlain)}},
+		{"76_years_behind", limiter.MustPolicy("far", limiter.PerDayIn(5, paris), limiter.PerMinute(5)), -years76, nil},
+		{"76_years_ahead_fail_open", limiter.MustPolicy("far", limiter.PerMonthIn(5, paris)), years76, []Option{WithFailOpen()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStore(t, c, append([]Option{withClockSource(serverClock)}, tc.opts...)...)
-			clk := limitertest.New(serverTime(t, c).Add(tc.skew))
+			s := newStore(t, c, append([]Option{withClockSource(serverClock), WithOverLimitCache(0)}, tc.opts...)...)
+			awaitServerWindow(t, c, time.Minute)
+			redisNow := serverTime(t, c)
+			clk := limitertest.New(redisNow.Add(tc.skew))
 			l := newLimiter(t, tc.p, s, clk)
 			d, err := l.Allow(ctx, "k", 1)
-			if !errors.Is(err, ErrClockSkew) || !errors.Is(err, ErrUnavailable) || reasonOf(err) != "clock_skew" {
-				t.Fatalf("Allow with a clock %v off: %+v, %v; want ErrClockSkew (reason clock_skew) within ErrUnavailable", tc.skew, d, err)
+			if err != nil || !d.Allowed || d.Remaining != 4 {
+				t.Fatalf("Allow with a clock %v off: %+v, %v; want the first of 5", tc.skew, d, err)
 			}
+			if st := s.Stats(); st.RoundTrips != 2 || st.Degraded != 0 {
+				t.Fatalf("first decision: Stats %+v, want 2 round trips (one off the clock), none degraded", st)
+			}
+			_, d2 := limiter.Decide(tc.p, [limiter.MaxWindows]limiter.State{}, redisNow, 1)
 			for i := range tc.p.NumRates() {
-				if n, err := c.Exists(ctx, keyOf(s, "k", tc.p, i, clk.Now())).Result(); err != nil || n != 0 {
-					t.Fatalf("window %d: key exists (%d, %v): a count was written", i, n, err)
+				if got, want := d.WindowAt(i).ResetAt(), d2.WindowAt(i).ResetAt(); !got.Equal(want) {
+					t.Fatalf("window %d resets at %v, want Redis's window's end %v", i, got, want)
+				}
+				id, count, err := serverWindow(ctx, c, keyOf(s, "k", tc.p, i, redisNow))
+				if wantID := strconv.FormatInt(windowIDAt(tc.p, i, redisNow), 10); err != nil || id != wantID || count != "1" {
+					t.Fatalf("window %d stored %s:%s, %v; want %s:1, charged once in Redis's window", i, id, count, err, wantID)
 				}
 			}
-			// The clock set right decides.
-			clk.Set(serverTime(t, c))
-			if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed || d.Remaining != 4 {
-				t.Fatalf("clock set right: %+v, %v; want the first of 5", d, err)
+			if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed || d.Remaining != 3 {
+				t.Fatalf("second decision: %+v, %v; want the second of 5", d, err)
+			}
+			if st := s.Stats(); st.RoundTrips != 3 {
+				t.Fatalf("second decision: %d round trips in all, want 3: the skew is known", st.RoundTrips)
 			}
 		})
 	}
-	t.Run("fail_open", func(t *testing.T) {
-		p := limiter.MustPolicy("far", limiter.PerDayIn(5, paris))
-		s := newStore(t, c, withClockSource(serverClock), WithFailOpen())
-		l := newLimiter(t, p, s, limitertest.New(serverTime(t, c).Add(72*time.Hour)))
-		d, err := l.Allow(ctx, "k", 1)
-		if err != nil || !d.Allowed {
-			t.Fatalf("fail open, clock off: %+v, %v; want admitted", d, err)
-		}
-		if st := s.Stats(); st.Degraded != 1 {
-			t.Fatalf("Stats %+v, want one degraded decision", st)
-		}
-	})
+}
+
+// windowIDAt returns the id of p's i'th window that holds at.
+func windowIDAt(p *limiter.Policy, i int, at time.Time) int64 {
+	_, d := limiter.Decide(p, [limiter.MaxWindows]limiter.State{}, at, 1)
+	if _, _, ok := p.Rate(i).Calendar(); ok {
+		w := d.WindowAt(i)
+		return w.ResetAt().Add(-w.Window).UnixMilli()
+	}
+	return at.UnixMilli() / p.Rate(i).Window.Milliseconds()
 }
 
 // TestCalendarExpiry: a window's key lives until its window ends, plus
@@ -394,7 +408,7 @@ func TestCalendarServerClockWindowAhead(t *testing.T) {
 			s := newStore(t, c, withClockSource(serverClock), WithOverLimitCache(0))
 			l := newLimiter(t, p, s, limitertest.New(now))
 			key := keyOf(s, "k", p, 0, now)
-			if err := c.HSet(ctx, key, "w", mid.UnixMilli(), "c", 5).Err(); err != nil {
+			if err := c.Set(ctx, key, serverValue(mid.UnixMilli(), 5), 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.PExpire(ctx, key, tc.ahead+24*time.Hour).Err(); err != nil {
@@ -411,7 +425,7 @@ func TestCalendarServerClockWindowAhead(t *testing.T) {
 			if ws := d.WindowAt(0); !ws.ResetAt().Equal(wantReset) {
 				t.Fatalf("the day's window resets at %v, want %v", ws.ResetAt(), wantReset)
 			}
-			h, err := c.HMGet(ctx, key, "w", "c").Result()
+			gotW, gotC, err := serverWindow(ctx, c, key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -419,8 +433,8 @@ func TestCalendarServerClockWindowAhead(t *testing.T) {
 			if tc.allowed {
 				wantW, wantC = strconv.FormatInt(mid.Add(-24*time.Hour).UnixMilli(), 10), "1"
 			}
-			if h[0] != wantW || h[1] != wantC {
-				t.Fatalf("stored {w, c} = %v, want {%s, %s}", h, wantW, wantC)
+			if gotW != wantW || gotC != wantC {
+				t.Fatalf("stored %s:%s, want %s:%s", gotW, gotC, wantW, wantC)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -290,11 +291,8 @@ func testNodeCallSlotMoved(t *testing.T, clock clockSource, finished bool) {
 		}
 	}
 	for _, k := range keys {
-		get := admin.Get(ctx, keyOf(s, k, p, 0, t0))
-		if clock == serverClock {
-			get = admin.HGet(ctx, keyOf(s, k, p, 0, t0), "c")
-		}
-		if got, err := get.Int64(); err != nil || got != 3 {
+		v, err := storedCount(ctx, admin, keyOf(s, k, p, 0, t0), clock)
+		if got, _ := strconv.ParseInt(v, 10, 64); err != nil || got != 3 {
 			t.Errorf("key %s holds %d, %v; want 3: charged once per decision", k, got, err)
 		}
 	}
@@ -420,11 +418,11 @@ func TestClusterNodeCallMidMigration(t *testing.T) {
 			finishX()
 			count := func(key string) int64 {
 				t.Helper()
-				cmd := admin.Get(ctx, key)
-				if clock == serverClock {
-					cmd = admin.HGet(ctx, key, "c")
+				v, err := storedCount(ctx, admin, key, clock)
+				if err != nil {
+					t.Fatalf("%s: %v", key, err)
 				}
-				n, err := cmd.Int64()
+				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
 					t.Fatalf("%s: %v", key, err)
 				}

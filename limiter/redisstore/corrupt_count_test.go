@@ -82,7 +82,7 @@ func (c *corruptEvents) named(key string) bool {
 }
 
 // writeCount stores v as key's count for the window of now: the plain
-// string under appClock, the hash {w, c} under serverClock.
+// string under appClock, "<window id>:<v>" under serverClock.
 func writeCount(t testing.TB, c redis.UniversalClient, clock clockSource, key, v string) {
 	t.Helper()
 	ctx := context.Background()
@@ -90,7 +90,7 @@ func writeCount(t testing.TB, c redis.UniversalClient, clock clockSource, key, v
 	if clock == serverClock {
 		var tm time.Time
 		if tm, err = c.Time(ctx).Result(); err == nil {
-			err = c.HSet(ctx, key, "w", tm.UnixMilli()/time.Minute.Milliseconds(), "c", v).Err()
+			err = c.Set(ctx, key, serverValue(tm.UnixMilli()/time.Minute.Milliseconds(), v), time.Hour).Err()
 		}
 	} else {
 		err = c.Set(ctx, key, v, time.Hour).Err()
@@ -186,13 +186,7 @@ func TestCorruptKeyAloneInBatch(t *testing.T) {
 			}
 			for k, n := range map[string]string{"a": "3", "b": "1"} {
 				key := keyOf(s, k, p, 0, t0)
-				var got string
-				var err error
-				if clock == serverClock {
-					got, err = c.HGet(ctx, key, "c").Result()
-				} else {
-					got, err = c.Get(ctx, key).Result()
-				}
+				got, err := storedCount(ctx, c, key, clock)
 				if err != nil || got != n {
 					t.Errorf("sound key %s charged %q, %v; want %s", k, got, err, n)
 				}
@@ -232,12 +226,7 @@ func TestCorruptValueWithoutExpiryHeals(t *testing.T) {
 			if ttl <= 0 || ttl > time.Minute+defaultExpiryMargin {
 				t.Fatalf("PTTL after a refusal = %v, want the window's expiry, within %v", ttl, time.Minute+defaultExpiryMargin)
 			}
-			var v string
-			if clock == serverClock {
-				v, err = c.HGet(ctx, key, "c").Result()
-			} else {
-				v, err = c.Get(ctx, key).Result()
-			}
+			v, err := storedCount(ctx, c, key, clock)
 			if err != nil || v != "5.0" {
 				t.Fatalf("value after a refusal = %q, %v; want it untouched, %q", v, err, "5.0")
 			}

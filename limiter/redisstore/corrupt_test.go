@@ -24,12 +24,13 @@ func TestCorruptValueRefused(t *testing.T) {
 		{"app_not_a_number", appClock, func(k string) error { return c.Set(ctx, k, "abc", 0).Err() }},
 		{"app_negative", appClock, func(k string) error { return c.Set(ctx, k, "-3", 0).Err() }},
 		{"app_wrong_type", appClock, func(k string) error { return c.HSet(ctx, k, "x", 1).Err() }},
-		{"server_bad_window", serverClock, func(k string) error { return c.HSet(ctx, k, "w", "zz", "c", 1).Err() }},
-		{"server_window_far_ahead", serverClock, func(k string) error { return c.HSet(ctx, k, "w", "1e15", "c", 1).Err() }},
-		{"server_window_huge", serverClock, func(k string) error { return c.HSet(ctx, k, "w", "1e300", "c", 1).Err() }},
-		{"server_window_fractional", serverClock, func(k string) error { return c.HSet(ctx, k, "w", "29774995.5", "c", 1).Err() }},
-		{"server_window_negative", serverClock, func(k string) error { return c.HSet(ctx, k, "w", "-7", "c", 1).Err() }},
-		{"server_wrong_type", serverClock, func(k string) error { return c.Set(ctx, k, "1", 0).Err() }},
+		{"server_bad_window", serverClock, func(k string) error { return c.Set(ctx, k, "zz:1", 0).Err() }},
+		{"server_window_far_ahead", serverClock, func(k string) error { return c.Set(ctx, k, "1e15:1", 0).Err() }},
+		{"server_window_huge", serverClock, func(k string) error { return c.Set(ctx, k, "1e300:1", 0).Err() }},
+		{"server_window_fractional", serverClock, func(k string) error { return c.Set(ctx, k, "29774995.5:1", 0).Err() }},
+		{"server_window_negative", serverClock, func(k string) error { return c.Set(ctx, k, "-7:1", 0).Err() }},
+		{"server_no_window", serverClock, func(k string) error { return c.Set(ctx, k, "1", 0).Err() }},
+		{"server_wrong_type", serverClock, func(k string) error { return c.HSet(ctx, k, "w", 1, "c", 1).Err() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t, c, withClockSource(tc.clock), WithOverLimitCache(0))

@@ -33,17 +33,22 @@
 //
 // # Keys
 //
-//	<prefix>{<client key>}:<policy id>:<window ms>[:<window id>]
+//	<prefix>{<client key>}:<policy name>:<window ms>[:<window id>]
 //
 // The braces make the client key the Redis Cluster hash tag: all windows of
 // one client live in one slot, so one script can decide them together
 // (no CROSSSLOT), while different clients spread over the cluster. Braces
-// and '%' inside client keys are percent-encoded. The policy id holds its
-// name, limits and windows, so a changed policy starts from fresh counts.
-// A calendar rate (limiter.PerDayIn, PerWeekIn, PerMonthIn) names its
-// windows by period and zone ("day@Europe/Paris") in place of a length,
-// and its window id is the window's start in Unix milliseconds; its key
-// expires when that local day, week or month ends, plus the margin.
+// and '%' inside client keys are percent-encoded. A key names the policy's
+// name and one window, never a limit: a limit changed by a deploy or a
+// plan (limiter.Limiter.WithLimits) keeps the counts, and two versions of
+// a service side by side count one usage. On the limiter's clock the key
+// names its window and holds the count; with WithServerClock it names no
+// window and holds "<window id>:<count>". A calendar rate (limiter.PerDayIn,
+// PerWeekIn, PerMonthIn) names its windows by period and zone
+// ("day@Europe/Paris") in place of a length, and its window id is the
+// window's start in Unix milliseconds; its key expires when that local
+// day, week or month ends, plus the margin. docs/redis.md says what an
+// upgrade from the format that named limits costs.
 //
 // # Clocks
 //

@@ -45,12 +45,13 @@ var (
 	// ErrClockSkew reports a decision under WithServerClock that Redis
 	// could not place in a window of a calendar rate (a day, a week or
 	// a month in a zone): Lua has no time zones, so the replica sends the
-	// windows around its own clock (the one it is in, the one before and
-	// the one after), and Redis's TIME lay outside them all, the two
-	// clocks a window or more apart. Nothing was charged, and no count is
-	// ever kept under a window Redis's clock is not in. It wraps in
-	// ErrUnavailable, as any decision Redis could not make, and its
-	// reason is "clock_skew". Fix the clock that is wrong (NTP).
+	// windows around its estimate of Redis's clock (the one it is in, the
+	// one before and the one after), and Redis's TIME lay outside them
+	// all twice: once around the replica's own clock, and once more
+	// around the TIME that first answer carried (see WithServerClock).
+	// Nothing was charged, and no count is ever kept under a window
+	// Redis's clock is not in. It wraps in ErrUnavailable, as any
+	// decision Redis could not make, and its reason is "clock_skew".
 	ErrClockSkew error = &reasonError{"clock_skew", errors.New("redisstore: redis's clock is outside the calendar windows around this replica's")}
 	// errNilClient reports a nil client passed to New. It wraps
 	// ErrInvalidOption, as every configuration error of New does.
@@ -123,7 +124,7 @@ func named(err error) error {
 
 // clockSkew returns the error of a request decided by Redis's clock
 // that the script could not place in its calendar windows, sent around
-// now, the replica's clock.
+// the replica's estimate of Redis's clock at now, the replica's own.
 func clockSkew(now time.Time, r result) error {
 	return &reasonError{"clock_skew", fmt.Errorf("%w: redis's TIME %v, this replica's clock %v",
 		ErrClockSkew, time.Unix(r.sec, r.usec*1000).UTC(), now.UTC())}

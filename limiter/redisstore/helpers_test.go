@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -221,4 +222,30 @@ func (c clockSource) String() string {
 		return "server"
 	}
 	return "app"
+}
+
+// serverValue is what a key holds under serverClock: "<window id>:<count>".
+func serverValue(id int64, count any) string { return fmt.Sprintf("%d:%v", id, count) }
+
+// serverWindow reads a serverClock key: the window id and the count it
+// holds, as strings, or the GET error (redis.Nil for none).
+func serverWindow(ctx context.Context, c redis.Cmdable, key string) (id, count string, err error) {
+	v, err := c.Get(ctx, key).Result()
+	if err != nil {
+		return "", "", err
+	}
+	id, count, ok := strings.Cut(v, ":")
+	if !ok {
+		return "", "", fmt.Errorf("value %q is no <window id>:<count>", v)
+	}
+	return id, count, nil
+}
+
+// storedCount reads the count a key holds under the clock, as a string.
+func storedCount(ctx context.Context, c redis.Cmdable, key string, clock clockSource) (string, error) {
+	if clock == serverClock {
+		_, count, err := serverWindow(ctx, c, key)
+		return count, err
+	}
+	return c.Get(ctx, key).Result()
 }

@@ -11,19 +11,23 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
-// Key layout, one Redis key per window of a request:
+// Key layout, one Redis key per window of a request, a string:
 //
-//	appClock:    <prefix>{<key>}:<policy name>:<window ms>:<window id>   integer count
-//	serverClock: <prefix>{<key>}:<policy name>:<window ms>               hash {w, c}
+//	appClock:    <prefix>{<key>}:<policy name>:<window ms>:<window id>   "<count>"
+//	serverClock: <prefix>{<key>}:<policy name>:<window ms>               "<window id>:<count>"
 //
-// such as rl:{alice}:api:60000:29675211. The braces make the client's key
-// the Cluster hash tag, so all of one client's windows share a slot and
-// one script may touch them all (no CROSSSLOT). A key names the policy's
-// name and one window, never a limit: a limit changed by a deploy or a
-// plan keeps the counts (see limiter.Policy), and a policy that gains or
-// loses a window keeps the others'. A calendar rate's windows are named by
-// period and zone instead of a length, and its window id is the window's
-// start in Unix ms: rl:{alice}:plan:month@Europe/Paris:1769900400000.
+// such as rl:{alice}:api:60000:29675211 holding "5". The braces make the
+// client's key the Cluster hash tag, so all of one client's windows share
+// a slot and one script may touch them all (no CROSSSLOT). A key names
+// the policy's name and one window, never a limit: a limit changed by a
+// deploy or a plan keeps the counts (see limiter.Policy), and a policy
+// that gains or loses a window keeps the others'. A calendar rate's
+// windows are named by period and zone instead of a length, and its
+// window id is the window's start in Unix ms:
+// rl:{alice}:plan:month@Europe/Paris:1769900400000. Under serverClock the
+// window a count belongs to is in the value, beside the count (see
+// take.lua), so that the script names the window by Redis's TIME and one
+// MGET still reads every count of a call.
 
 // tagEscaper makes any client key safe inside a hash tag: a '}' would end
 // the tag early (and "{}" would void it), so braces and the escape

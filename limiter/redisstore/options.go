@@ -143,9 +143,16 @@ func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 // side of it, and the script decides in the one that holds TIME. Replicas
 // whose clocks differ, or whose machines are set to different zones, so
 // still share one window. A replica whose clock is a window or more off
-// Redis's (a day, for a day's rate) sends windows that do not hold TIME:
-// its decisions fail with ErrClockSkew (within ErrUnavailable, reason
-// "clock_skew"), charging nothing, rather than count under a wrong day.
+// Redis's (a day, for a day's rate; years, for a machine whose clock
+// reset) first sends windows that do not hold TIME: that call charges
+// nothing and answers TIME, and the store, now knowing how far its clock
+// is off, sends the request once more around Redis's clock, and keeps
+// the difference for the calls after it. So it decides in Redis's window,
+// charged once, whatever its own clock says; only a decision whose second
+// call misses too (TIME moved by a window between the two) fails, with
+// ErrClockSkew (within ErrUnavailable, reason "clock_skew"), charging
+// nothing. Windows of fixed length are named by TIME alone, in the
+// script.
 func WithServerClock() Option { return withClockSource(serverClock) }
 
 // withClockSource chooses the clock, for tests that run both.

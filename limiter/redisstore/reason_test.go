@@ -35,7 +35,7 @@ func TestErrorRepliesNamed(t *testing.T) {
 			return admin
 		}, "out_of_memory", "out of memory", true},
 		{"permission_denied_server_clock", serverClock, func(t *testing.T, admin *redis.Client, prefix string) *redis.Client {
-			return aclUser(t, admin, prefix, "hmget")
+			return aclUser(t, admin, prefix, "set")
 		}, "permission_denied", "permission denied", false},
 		{"permission_denied_app_clock", appClock, func(t *testing.T, admin *redis.Client, prefix string) *redis.Client {
 			return aclUser(t, admin, prefix, "mget")

@@ -6,7 +6,8 @@
 --       only those the caller found still current; their names hold the
 --       window charged).
 -- ARGV[1]: clock, "a" or "s" (Redis's TIME: a window is refunded only if
---          it is both the one charged and the current one).
+--          it is both the one charged and the current one; its key holds
+--          "<window id>:<count>").
 -- ARGV[2]: the cost to return.
 -- Then per key: the id of the window charged, its start and its end (ms):
 --          TIME must lie in [start, end) (a calendar window's bounds come
@@ -35,13 +36,18 @@ for i, key in ipairs(KEYS) do
   local charged = ARGV[3 * i]
   local start, stop = tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
   if server then
-    local h = redis.pcall('HMGET', key, 'w', 'c')
-    if h.err and not string.find(h.err, '^WRONGTYPE') then
-      return h
+    -- "<window id>:<count>" (see take.lua).
+    local v = redis.pcall('GET', key)
+    if type(v) == 'table' and v.err and not string.find(v.err, '^WRONGTYPE') then
+      return v
     end
-    local c = not h.err and count(h[2])
-    if c and h[1] == charged and start <= tnow and tnow < stop then
-      redis.call('HINCRBY', key, 'c', -math.min(cost, c))
+    local id, c
+    if type(v) == 'string' then
+      id, c = string.match(v, '^(%d+):(%d+)$')
+      c = c and count(c)
+    end
+    if c and id == charged and start <= tnow and tnow < stop then
+      redis.call('SET', key, id .. string.format(':%.0f', c - math.min(cost, c)), 'KEEPTTL')
       refunded = refunded + 1
     end
   else

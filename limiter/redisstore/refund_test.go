@@ -119,14 +119,14 @@ func TestRefundServerClockEndedWindow(t *testing.T) {
 	// Until Redis's second has moved on.
 	awaitServerTime(t, c, nextServerWindow(d.DecidedAt(), time.Second))
 	key := keyOf(s, "k", p, 0, t0)
-	before, err := c.HGet(ctx, key, "c").Result()
+	before, err := storedCount(ctx, c, key, serverClock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Refund(ctx, "k", 1, d); err != nil {
 		t.Fatal(err)
 	}
-	if after, _ := c.HGet(ctx, key, "c").Result(); after != before {
+	if after, _ := storedCount(ctx, c, key, serverClock); after != before {
 		t.Fatalf("count %s → %s: a refund lent budget to an ended window", before, after)
 	}
 }

@@ -44,7 +44,7 @@ func (t takeScript) keys(dst []string, c *call) ([]string, int) {
 }
 
 func (t takeScript) args(dst []any, calls []*call, argKeys []string, buf *roundBuf) []any {
-	dst, buf.pols = t.s.cfg.appendArgs(dst, calls, &t.s.keys, argKeys, buf.pols)
+	dst, buf.pols = t.s.cfg.appendArgs(dst, calls, &t.s.keys, argKeys, buf.pols, t.s.skew.Load())
 	return dst
 }
 
@@ -61,8 +61,10 @@ func (takeScript) hash() string   { return takeHash }
 // share them; each distinct policy of calls once, its windows' limits and
 // lengths; argKeys, the keys of a node call (none otherwise); then each
 // request's own arguments, as few as it needs. pols is scratch for the
-// policies, returned for reuse.
-func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []string, pols []*limiter.Policy) ([]any, []*limiter.Policy) {
+// policies, returned for reuse. skew is Redis's clock less this
+// replica's, as last learned (serverClock): the calendar windows sent
+// are those around the replica's estimate of Redis's clock.
+func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []string, pols []*limiter.Policy, skew int64) ([]any, []*limiter.Policy) {
 	clock := "a"
 	if c.clock == serverClock {
 		clock = "s"
@@ -104,7 +106,7 @@ func (c *config) appendArgs(dst []any, calls []*call, kc *keyCache, argKeys []st
 		if pk.ncal > 0 {
 			calendars = true
 			if c.clock == serverClock {
-				dst = appendSpans(dst, pk, firstNow(calls, p))
+				dst = appendSpans(dst, pk, firstNow(calls, p)+skew)
 			}
 		}
 	}

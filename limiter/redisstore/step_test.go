@@ -65,7 +65,7 @@ func TestServerClockSteppedBack(t *testing.T) {
 			id := tm.UnixMilli() / wms
 			// The faster clock's key expires with its own window.
 			ttl := time.Duration((id+tc.ahead+1)*wms-tm.UnixMilli())*time.Millisecond + margin
-			if err := c.HSet(ctx, key, "w", id+tc.ahead, "c", tc.stored).Err(); err != nil {
+			if err := c.Set(ctx, key, serverValue(id+tc.ahead, tc.stored), 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.PExpire(ctx, key, ttl).Err(); err != nil {
@@ -79,13 +79,13 @@ func TestServerClockSteppedBack(t *testing.T) {
 			if limitEnd := time.UnixMilli((id + 2) * wms); d.ResetAt.After(limitEnd) {
 				t.Fatalf("reset at %v, after the end of the window after TIME's (%v)", d.ResetAt, limitEnd)
 			}
-			h, err := c.HMGet(ctx, key, "w", "c").Result()
+			gotW, gotC, err := serverWindow(ctx, c, key)
 			if err != nil {
 				t.Fatal(err)
 			}
 			wantW, wantC := strconv.FormatInt(id+tc.wantW, 10), strconv.FormatInt(tc.wantC, 10)
-			if h[0] != wantW || h[1] != wantC {
-				t.Fatalf("stored {w, c} = %v, want {%s, %s}", h, wantW, wantC)
+			if gotW != wantW || gotC != wantC {
+				t.Fatalf("stored %s:%s, want %s:%s", gotW, gotC, wantW, wantC)
 			}
 			pttl, err := c.PTTL(ctx, key).Result()
 			if err != nil {

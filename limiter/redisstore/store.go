@@ -38,6 +38,12 @@ type Store struct {
 	// declared: every call declares its keys, one client key per call
 	// (declared.go).
 	declared atomic.Bool
+	// skew is Redis's clock less this replica's, in ms, as the last
+	// reply that moved it by more than skewSlack said (serverClock): the
+	// calendar windows a call sends are around the replica's clock plus
+	// skew, so a replica whose clock is any distance off decides in
+	// Redis's window after one call off the clock.
+	skew atomic.Int64
 
 	fallback   *limiter.MemoryStore        // WithFailLocal only
 	fbPolicies policyMemo[*limiter.Policy] // each policy at limit/divisor
@@ -312,6 +318,14 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 	}
 	epoch := s.cache.epochOf(req.Key)
 	r, err := s.batch.do(ctx, &req, tk.want, deadline, tk.waited)
+	if err == nil && s.cfg.clock == serverClock && s.learnSkew(req.Now, &r) && r.offClock {
+		// The calendar windows sent missed Redis's TIME, by a window or
+		// more: this replica's clock is off by as much (a machine whose
+		// clock reset), and now it knows by how much. Once more, around
+		// TIME: a request off the clock charged nothing, so it is
+		// charged once.
+		r, err = s.batch.do(ctx, &req, tk.want, deadline, true)
+	}
 	if s.replyHook != nil {
 		s.replyHook()
 	}
@@ -342,6 +356,25 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 		return limiter.Decision{}, err
 	}
 	return s.degrade(ctx, &req, err)
+}
+
+// skewSlack is how far Redis's clock less this replica's may move before
+// the store records it (learnSkew): the estimate only picks the calendar
+// windows a call sends, each a day at least, and a reply's TIME is late by
+// the time the request queued, so a store per reply would be noise and a
+// write on a shared line per decision.
+const skewSlack = time.Second
+
+// learnSkew records Redis's clock less this replica's from r, the reply
+// to a request made at now, when it moved by more than skewSlack since
+// last recorded, and reports whether it did.
+func (s *Store) learnSkew(now time.Time, r *result) bool {
+	d := r.sec*1000 + r.usec/1000 - now.UnixMilli()
+	if old := s.skew.Load(); d-old <= skewSlack.Milliseconds() && old-d <= skewSlack.Milliseconds() {
+		return false
+	}
+	s.skew.Store(d)
+	return true
 }
 
 // timeLeft returns the time left before ctx's deadline.

@@ -118,13 +118,7 @@ func TestKeyLayout(t *testing.T) {
 			}
 			for _, k := range tc.want {
 				full := s.cfg.prefix + k
-				var got string
-				var err error
-				if tc.clock == serverClock {
-					got, err = c.HGet(ctx, full, "c").Result()
-				} else {
-					got, err = c.Get(ctx, full).Result()
-				}
+				got, err := storedCount(ctx, c, full, tc.clock)
 				if err != nil || got != "2" {
 					t.Errorf("key %q: got %q, %v; want count 2", full, got, err)
 				}
@@ -211,12 +205,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 				var out [2][2]int64
 				for i := range 2 {
 					k := keyOf(s, "k", p, i, t0)
-					var v string
-					if clock == serverClock {
-						v = c.HGet(ctx, k, "c").Val()
-					} else {
-						v = c.Get(ctx, k).Val()
-					}
+					v, _ := storedCount(ctx, c, k, clock)
 					out[i][0], _ = strconv.ParseInt(v, 10, 64)
 					out[i][1] = c.PExpireTime(ctx, k).Val().Milliseconds()
 				}

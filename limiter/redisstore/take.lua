@@ -86,11 +86,15 @@
 -- decided earlier in the same call may have been charged, as for any
 -- call whose reply is lost.
 --
--- Storage: clock "a" keeps a plain integer per key (the key names its
--- window); clock "s" keeps a hash {w = window id, c = count}.
+-- Storage: a string per key, which one MGET reads for every request of a
+-- call. Clock "a" keeps a plain integer (the key names its window); clock
+-- "s" keeps "<window id>:<count>", the window by Redis's TIME beside its
+-- count under one key per window length (the key cannot name a window the
+-- caller does not know), so that a stored window ahead of TIME is seen
+-- (below) and one key, declared by the caller, is all a window needs.
 --
 -- Expiry is set only when a window's count is created (SET ... PX, or
--- PEXPIREAT after a window change), never on later calls, so traffic cannot
+-- PXAT with clock "s"), never on later calls (SET ... KEEPTTL), so traffic cannot
 -- push a window's end back. A refusal writes no count; the one write it may
 -- make is to give a key found with no expiry at all the expiry it should
 -- have had (it never changes an existing expiry). Such a key is looked for
@@ -234,13 +238,36 @@ local function windowID(v)
   return tonumber(v)
 end
 
--- With the application's clock every count is a plain string: one MGET
--- reads all the keys of the call (of each request, in a node call: an
--- MGET may not cross slots). known holds the counts this call has written
--- since, for requests that repeat a key.
+-- Every count is a string: one MGET reads all the keys of the call (of
+-- each request, in a node call: an MGET may not cross slots). known holds
+-- what this call has written since, for requests that repeat a key.
 local mget, base, known = nil, 0, {}
-if not server and nk == 0 then
+if nk == 0 and #KEYS > 0 then
   mget = redis.call('MGET', unpack(KEYS))
+end
+
+-- split reads a stored "<window id>:<count>" (clock "s"): the id as
+-- stored and the count, both nil when absent; a value of another form is
+-- corrupt: the id "corrupt" (never a window) and the count -1. The id is
+-- checked as windowID checks it (below), the count as parse does.
+local seenID, seenCount = {}, {}
+local function split(v)
+  if v == false or v == nil then
+    return nil, nil
+  end
+  local id = seenID[v]
+  if id ~= nil then
+    return id, seenCount[v]
+  end
+  local c
+  id, c = string.match(v, '^(%d+):(%d+)$')
+  if id == nil or #id > 15 or (#id > 1 and string.byte(id, 1) == 48) then
+    id, c = 'corrupt', -1
+  else
+    c = parse(c)
+  end
+  seenID[v], seenCount[v] = id, c
+  return id, c
 end
 
 local out, o = {}, 0
@@ -261,7 +288,7 @@ local function undecided(verdict, n)
 end
 -- Per-window scratch, reused by every request (Lua tables cost more than
 -- the commands they would save).
-local cnt, found, fresh, ends, bare, ws = {}, {}, {}, {}, {}, {}
+local cnt, found, fresh, ends, bare, ws, wid = {}, {}, {}, {}, {}, {}, {}
 
 -- ttl returns, with clock "a", how long the window of the policy's i'th
 -- rate that holds now has left, plus the margin: the expiry of its count.
@@ -319,13 +346,8 @@ for _ = 1, nreq do
   -- A node call: is this request's slot here? (See the top.)
   local here = true
   if nk > 0 then
-    local probe
-    if server then
-      probe = redis.pcall('EXISTS', unpack(K, k, k + n - 1))
-    else
-      probe = redis.pcall('MGET', unpack(K, k, k + n - 1))
-      mget, base = probe, k - 1
-    end
+    local probe = redis.pcall('MGET', unpack(K, k, k + n - 1))
+    mget, base = probe, k - 1
     here = type(probe) ~= 'table' or not probe.err
     if not here and o == first and string.find(probe.err, 'undeclared', 1, true) then
       return probe -- the host refuses undeclared keys (see the top)
@@ -357,25 +379,20 @@ for _ = 1, nreq do
       now = tnow
       for i = 1, n do
         local key = K[k + i - 1]
-        local h = redis.pcall('HMGET', key, 'w', 'c')
-        if h.err and string.find(h.err, '^WRONGTYPE') then
-          h = {'corrupt', '-1'} -- a foreign value of another type: corrupt
-        elseif h.err then
-          return h -- NOPERM and the like: an error, never corruption
+        local v = known[key]
+        if v == nil then
+          v = mget[k + i - 1 - base]
+          if v == false and redis.call('EXISTS', key) == 1 then
+            v = '-' -- a foreign value of another type: corrupt
+          end
         end
-        if h[1] == false and h[2] == false and redis.call('EXISTS', key) == 1 then
-          h = {'corrupt', '-1'} -- a foreign hash
-        end
-        local c = seen[h[2]]
-        if c == nil then
-          c = count(h[2])
-        end
-        cnt[i] = c or -1 -- a hash of ours has both fields
-        if h[1] == pl.ids[i] then
+        local id, c = split(v)
+        cnt[i], wid[i] = c or 0, id
+        if id == pl.ids[i] then
           ws[i], found[i] = pl.id[i], true -- the current window: the common case
         else
-          ws[i] = windowID(h[1])
-          found[i] = h[1] ~= false or h[2] ~= false
+          ws[i] = windowID(id)
+          found[i] = id ~= nil
           -- Only a malformed id (not a plain whole number) is corrupt:
           -- refused, its value left as it is, and never allowed to move the
           -- instant decided at.
@@ -408,6 +425,9 @@ for _ = 1, nreq do
         if not found[i] or ws[i] ~= nil and ws[i] ~= id then
           c = 0
           cnt[i], fresh[i] = c, id
+        end
+        if fresh[i] ~= nil then
+          wid[i] = string.format('%.0f', id)
         end
         if cost > lim[i] or c < 0 or c > lim[i] - cost then
           allowed = false
@@ -475,16 +495,18 @@ for _ = 1, nreq do
         for i = 1, n do
           local key = K[k + i - 1]
           if server then
-            if allowed and fresh[i] ~= nil then
-              redis.call('HSET', key, 'w', fresh[i], 'c', costArg)
+            if allowed then
+              local v = wid[i] .. string.format(':%.0f', cnt[i] + charged)
+              if fresh[i] ~= nil then
+                redis.call('SET', key, v, 'PXAT', ends[i] + margin)
+              elseif bare[i] then
+                redis.call('SET', key, v, 'PXAT', ends[i] + margin)
+              else
+                redis.call('SET', key, v, 'KEEPTTL')
+              end
+              known[key] = v
+            elseif bare[i] then
               redis.call('PEXPIREAT', key, ends[i] + margin)
-            else
-              if allowed then
-                redis.call('HINCRBY', key, 'c', costArg)
-              end
-              if bare[i] then
-                redis.call('PEXPIREAT', key, ends[i] + margin)
-              end
             end
           elseif allowed and found[i] then
             known[key] = redis.call('INCRBY', key, costArg)
