@@ -293,6 +293,28 @@ func (f *InFlight) policyFor(m int64) *Policy {
 	return p
 }
 
+// Usage returns how many slots key holds now (Usage.Held), of the cap's
+// maximum (its Policy's MaxInFlight), taking none: on a shared store
+// (Redis), every replica's. Errors report an empty key, a closed InFlight,
+// a done context, or a store that could not answer.
+func (f *InFlight) Usage(ctx context.Context, key string) (Usage, error) {
+	if f.closed.Load() {
+		return Usage{}, ErrClosed
+	}
+	if key == "" {
+		return Usage{}, ErrInvalidKey
+	}
+	if err := ctx.Err(); err != nil {
+		return Usage{}, err
+	}
+	req := SlotRequest{Key: key, Policy: f.policy, Max: f.policy.inFlight, Lease: f.lease}
+	n, err := f.store.HeldSlots(ctx, req)
+	if err != nil {
+		return Usage{}, err
+	}
+	return Usage{Policy: f.policy, At: f.clock.Now(), Held: n}, nil
+}
+
 // Policy returns the policy that names the cap: its name, and its
 // maximum (MaxInFlight). It decides no rate: New refuses it.
 func (f *InFlight) Policy() *Policy { return f.policy }

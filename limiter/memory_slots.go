@@ -107,6 +107,24 @@ func (s *MemoryStore) ReleaseSlot(_ context.Context, req SlotRequest, sl Slot) e
 	return nil
 }
 
+// HeldSlots returns how many slots req.Key holds under the cap
+// req.Policy. See SlotStore.
+func (s *MemoryStore) HeldSlots(_ context.Context, req SlotRequest) (int64, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	if err := req.check(); err != nil {
+		return 0, err
+	}
+	t := s.table()
+	h := s.hash(req.Key, req.Policy)
+	sh := &t.shards[h&t.mask]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	n, _ := sh.t.get(h)
+	return n, nil
+}
+
 // shrink gives back the slots of a table left mostly empty, beyond the
 // size reset keeps: all of them once it is empty, else half at a time
 // while it holds less than an eighth of its slots, so that a burst of

@@ -33,6 +33,11 @@ type SlotStore interface {
 	// is applied at most once per slot, and its error (the store could
 	// not be reached) leaves the store to let the slot go by itself.
 	ReleaseSlot(ctx context.Context, req SlotRequest, s Slot) error
+	// HeldSlots returns how many slots req.Key holds under req.Policy
+	// now, taking none and renewing none (req.Max is not used). A key
+	// whose slots the store cannot read (a foreign value under it) reads
+	// as req.Max, as AcquireSlot refuses it.
+	HeldSlots(ctx context.Context, req SlotRequest) (int64, error)
 }
 
 // A SlotRequest asks a SlotStore about one key's slots.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +99,52 @@ type openStore struct{ limiter.Store }
 func (openStore) Take(_ context.Context, req limiter.Request) (limiter.Decision, error) {
 	_, d := limiter.Decide(req.Policy, [limiter.MaxWindows]limiter.State{}, req.Now, req.Cost)
 	return limiter.Uncharged(d), nil
+}
+
+// InFlight.Usage reads the slots a key holds, taking none.
+func TestInFlightUsage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := limiter.MustInFlight("exports", 3)
+	defer f.Close()
+	var releases []func()
+	for want := range int64(3) {
+		u, err := f.Usage(ctx, "acme")
+		if err != nil || u.Held != want || u.Policy != f.Policy() || len(u.Windows) != 0 {
+			t.Fatalf("before acquire %d: %+v, %v; want %d held", want+1, u, err, want)
+		}
+		_, release, err := f.Acquire(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, release)
+	}
+	if d, _, _ := f.Acquire(ctx, "acme"); d.Allowed {
+		t.Fatal("a fourth slot of 3: Usage took one")
+	}
+	got, err := json.Marshal(mustUsage(t, f, "acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"in_flight":{"limit":3,"used":3,"remaining":0}`; !strings.Contains(string(got), want) {
+		t.Fatalf("JSON %s, want it to hold %s", got, want)
+	}
+	for _, r := range releases {
+		r()
+	}
+	if u := mustUsage(t, f, "acme"); u.Held != 0 {
+		t.Fatalf("after every release: %d held", u.Held)
+	}
+	if _, err := f.Usage(ctx, ""); !errors.Is(err, limiter.ErrInvalidKey) {
+		t.Fatalf("empty key: %v", err)
+	}
+}
+
+func mustUsage(t *testing.T, f *limiter.InFlight, key string) limiter.Usage {
+	t.Helper()
+	u, err := f.Usage(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -1,18 +1,29 @@
 // Command plans sells API plans whose quotas reset at each customer's own
-// midnight, or on the 1st of the customer's month, picked per request:
+// midnight and on the 1st of the customer's month. Every plan counts the
+// same windows, a day and a month in the customer's zone and a minute,
+// with limits of its own, so a customer moved to another plan keeps what
+// they used:
 //
-//   - starter: 5 requests a day, from the customer's local midnight.
-//   - pro: 1,000 a month, from the 1st at 00:00 local time, and at most 20
-//     in any minute, so that a month's budget cannot be spent in a burst.
+//   - starter: 5 a day, 50 a month, 5 a minute.
+//   - pro: 500 a day, 10,000 a month, and at most 20 in any minute, so
+//     that a day's budget cannot be spent in a burst.
 //   - trial (an API key the service does not know): 3 a day, by UTC.
 //
+// and every customer runs at most 2 exports at once.
+//
 // The customers are a table in code: an API key, a plan and a time zone.
-// Each (plan, zone) pair has one limiter, built at start; a resolver picks
-// the customer's limiter per request, keyed by the API key. A policy's ID
-// names its zone (starter in Paris is "starter:5/day@Europe/Paris"), so
-// two customers of one plan in two zones never share counters, and each
-// day ends at its own midnight: 23 hours long where the clocks spring
-// forward.
+// Each zone has one limiter, built at start, and each plan is that
+// limiter under the plan's limits (Limiter.WithLimits): the counters
+// belong to the customer, the limits to the plan, looked up per request by
+// a resolver keyed by the API key. A policy's ID names its zone
+// ("api:day@Europe/Paris:month@Europe/Paris:60000"), so two customers in
+// two zones never share a day, and each day ends at its own midnight: 23
+// hours long where the clocks spring forward.
+//
+//	GET  /api/quote    a request under the customer's plan
+//	GET  /api/export   a long one, at most 2 at once per customer
+//	GET  /usage        the customer's balance, every window, and the exports running, as JSON
+//	POST /plan?to=pro  move the customer to another plan, keeping their usage
 //
 // The blank import of time/tzdata embeds the tz database in the binary, so
 // that it loads zones in a minimal container image, which has none. The
@@ -23,17 +34,21 @@
 //
 //	go run ./example/plans
 //	for i in $(seq 6); do curl -s -o /dev/null -w '%{http_code} ' -H 'X-API-Key: key-lumiere' localhost:8083/api/quote; done
+//	curl -s -H 'X-API-Key: key-lumiere' localhost:8083/usage
+//	curl -s -X POST -H 'X-API-Key: key-lumiere' 'localhost:8083/plan?to=pro'
 //	curl -si -H 'X-API-Key: key-lumiere' localhost:8083/api/quote | grep -i -e ratelimit -e retry-after
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 	_ "time/tzdata" // zones without the system's tz database
@@ -44,23 +59,69 @@ import (
 	"github.com/fixedwindow/ratelimit/middleware"
 )
 
-// plans are the rates of each plan, in the customer's zone.
-var plans = map[string]func(loc *time.Location) []limiter.Rate{
-	"starter": func(loc *time.Location) []limiter.Rate { return []limiter.Rate{limiter.PerDayIn(5, loc)} },
-	"pro": func(loc *time.Location) []limiter.Rate {
-		return []limiter.Rate{limiter.PerMonthIn(1000, loc), limiter.PerMinute(20)}
-	},
+// plans are the limits of each plan: a day, a month, a minute, in the
+// order of usage's rates.
+var plans = map[string][]int64{
+	"starter": {5, 50, 5},
+	"pro":     {500, 10_000, 20},
 }
 
-// A customer is an account: its plan and the zone its quotas follow.
-type customer struct{ plan, zone string }
+// usage is the policy every plan counts into, in the customer's zone:
+// its limits are the starter plan's, which WithLimits replaces.
+func usage(loc *time.Location) (*limiter.Policy, error) {
+	l := plans["starter"]
+	return limiter.NewPolicy("api", limiter.PerDayIn(l[0], loc), limiter.PerMonthIn(l[1], loc), limiter.PerMinute(l[2]))
+}
 
-// customers are the accounts, by API key.
-var customers = map[string]customer{
-	"key-lumiere":   {"starter", "Europe/Paris"},
-	"key-himalaya":  {"starter", "Asia/Kathmandu"},
-	"key-nullarbor": {"pro", "Australia/Eucla"},
-	"key-hudson":    {"pro", "America/New_York"},
+// An account is a customer: their plan and the zone their quotas follow.
+type account struct {
+	plan string
+	zone string
+}
+
+// accounts are the customers, by API key; a plan may change while the
+// server runs.
+type accounts struct {
+	mu sync.RWMutex
+	m  map[string]account
+}
+
+func (a *accounts) get(apiKey string) (account, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	acct, ok := a.m[apiKey]
+	return acct, ok
+}
+
+func (a *accounts) setPlan(apiKey, plan string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acct, ok := a.m[apiKey]
+	if ok {
+		acct.plan = plan
+		a.m[apiKey] = acct
+	}
+	return ok
+}
+
+// newAccounts returns the table of customers.
+func newAccounts() *accounts {
+	return &accounts{m: map[string]account{
+		"key-lumiere":   {"starter", "Europe/Paris"},
+		"key-himalaya":  {"starter", "Asia/Kathmandu"},
+		"key-nullarbor": {"pro", "Australia/Eucla"},
+		"key-hudson":    {"pro", "America/New_York"},
+	}}
+}
+
+// export is the work of GET /api/export: long, and so capped in flight.
+// A test replaces it.
+var export = func(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-time.After(2 * time.Second):
+		fmt.Fprintln(w, "export: done")
+	case <-r.Context().Done():
+	}
 }
 
 func main() {
@@ -98,76 +159,132 @@ func run(ctx context.Context, addr string) error {
 	return nil
 }
 
-// newHandler builds GET /api/quote behind the plans' limiters, every one
+// newHandler builds the service behind the plans' limiters, every one
 // made with opts (the shared store; a test adds its clock), and returns a
 // function that closes them.
 func newHandler(opts ...limiter.Option) (http.Handler, func(), error) {
-	var all []*limiter.Limiter
+	var closers []func() error
 	closeAll := func() {
-		for _, l := range all {
-			l.Close()
+		for _, c := range closers {
+			c()
 		}
 	}
-	build := func(plan, zone string) (*limiter.Limiter, error) {
-		loc, err := time.LoadLocation(zone)
-		if err != nil {
-			return nil, fmt.Errorf("customer zone: %w", err)
+	fail := func(err error) (http.Handler, func(), error) {
+		closeAll()
+		return nil, nil, err
+	}
+	accts := newAccounts()
+	// byZone[zone][plan] is the limiter of a plan in a zone: the zone's
+	// limiter under the plan's limits, one usage for every plan.
+	byZone := map[string]map[string]*limiter.Limiter{}
+	for _, acct := range accts.m {
+		if byZone[acct.zone] != nil {
+			continue
 		}
-		p, err := limiter.NewPolicy(plan, plans[plan](loc)...)
+		loc, err := time.LoadLocation(acct.zone)
 		if err != nil {
-			return nil, err
+			return fail(fmt.Errorf("customer zone: %w", err))
+		}
+		p, err := usage(loc)
+		if err != nil {
+			return fail(err)
 		}
 		l, err := limiter.New(p, opts...)
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
-		all = append(all, l)
-		return l, nil
-	}
-	byAccount := make(map[string]*limiter.Limiter, len(customers))
-	byPlanZone := make(map[customer]*limiter.Limiter)
-	for key, c := range customers {
-		l := byPlanZone[c]
-		if l == nil {
-			var err error
-			if l, err = build(c.plan, c.zone); err != nil {
-				closeAll()
-				return nil, nil, err
+		closers = append(closers, l.Close)
+		byZone[acct.zone] = map[string]*limiter.Limiter{}
+		for plan, limits := range plans {
+			if byZone[acct.zone][plan], err = l.WithLimits(limits...); err != nil {
+				return fail(fmt.Errorf("plan %s: %w", plan, err))
 			}
-			byPlanZone[c] = l
 		}
-		byAccount[key] = l
 	}
 	trial, err := limiter.New(limiter.MustPolicy("trial", limiter.PerDayIn(3, time.UTC)), opts...)
 	if err != nil {
-		closeAll()
-		return nil, nil, err
+		return fail(err)
 	}
-	all = append(all, trial)
+	closers = append(closers, trial.Close)
+	exports, err := limiter.NewInFlight("exports", 2, opts...)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, exports.Close)
 	apiKey, err := keyfunc.Header("X-API-Key")
 	if err != nil {
-		closeAll()
-		return nil, nil, err
+		return fail(err)
 	}
-	account := func(r *http.Request) middleware.Limiter {
-		if l, ok := byAccount[r.Header.Get("X-API-Key")]; ok {
+	// planOf returns the limiter of the customer of r, false for an API
+	// key the service does not know.
+	planOf := func(r *http.Request) (*limiter.Limiter, bool) {
+		acct, ok := accts.get(r.Header.Get("X-API-Key"))
+		if !ok {
+			return nil, false
+		}
+		return byZone[acct.zone][acct.plan], true
+	}
+	resolve := func(r *http.Request) middleware.Limiter {
+		if l, ok := planOf(r); ok {
 			return l
 		}
 		return nil // the trial's limiter, given to New
 	}
 	hw, err := headers.New(headers.WithDraftHeaders())
 	if err != nil {
-		closeAll()
-		return nil, nil, err
+		return fail(err)
 	}
-	mw, err := middleware.New(trial, middleware.WithKey(apiKey), middleware.WithResolver(account), middleware.WithHeaders(hw))
+	rate := []middleware.Option{middleware.WithKey(apiKey), middleware.WithResolver(resolve), middleware.WithHeaders(hw)}
+	quotes, err := middleware.New(trial, rate...)
 	if err != nil {
-		closeAll()
-		return nil, nil, err
+		return fail(err)
+	}
+	capped, err := middleware.New(trial, append(rate, middleware.WithInFlight(exports, nil))...)
+	if err != nil {
+		return fail(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /api/quote", mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("GET /api/quote", quotes(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "quote: 42")
 	})))
+	mux.Handle("GET /api/export", capped(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { export(w, r) })))
+	mux.HandleFunc("GET /usage", func(w http.ResponseWriter, r *http.Request) {
+		l, ok := planOf(r)
+		key, err := apiKey(r)
+		if !ok || err != nil {
+			http.Error(w, "unknown API key", http.StatusNotFound)
+			return
+		}
+		acct, _ := accts.get(r.Header.Get("X-API-Key"))
+		rates, err := l.Usage(r.Context(), key)
+		if err != nil {
+			http.Error(w, "usage unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		running, err := exports.Usage(r.Context(), key)
+		if err != nil {
+			http.Error(w, "usage unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(struct {
+			Plan    string        `json:"plan"`
+			Zone    string        `json:"zone"`
+			Rates   limiter.Usage `json:"rates"`
+			Exports limiter.Usage `json:"exports"`
+		}{acct.plan, acct.zone, rates, running})
+	})
+	mux.HandleFunc("POST /plan", func(w http.ResponseWriter, r *http.Request) {
+		to := r.URL.Query().Get("to")
+		if _, ok := plans[to]; !ok {
+			http.Error(w, "no such plan", http.StatusBadRequest)
+			return
+		}
+		if !accts.setPlan(r.Header.Get("X-API-Key"), to) {
+			http.Error(w, "unknown API key", http.StatusNotFound)
+			return
+		}
+		fmt.Fprintf(w, "plan: %s\n", to)
+	})
 	return mux, closeAll, nil
 }

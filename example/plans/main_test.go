@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,14 +71,14 @@ func TestEachCustomerAtTheirMidnight(t *testing.T) {
 		reset time.Time
 		w     string
 	}{
-		{"key-lumiere", parisMidnight, `"starter";q=5;w=82800`},
-		{"key-himalaya", kathmanduMidnight, `"starter";q=5;w=86400`},
+		{"key-lumiere", parisMidnight, `"api-day";q=5;w=82800, `},
+		{"key-himalaya", kathmanduMidnight, `"api-day";q=5;w=86400, `},
 	} {
 		w := get(h, tt.key)
 		retry := strconv.FormatInt(int64(tt.reset.Sub(start)/time.Second), 10)
 		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != retry ||
 			w.Header().Get("X-RateLimit-Reset") != strconv.FormatInt(tt.reset.Unix(), 10) ||
-			w.Header().Get("RateLimit-Policy") != tt.w {
+			!strings.HasPrefix(w.Header().Get("RateLimit-Policy"), tt.w) {
 			t.Fatalf("%s, sixth of the day: %d %v; want 429, Retry-After %s, reset %v, policy %s", tt.key, w.Code, w.Header(), retry, tt.reset, tt.w)
 		}
 	}
@@ -93,8 +96,8 @@ func TestEachCustomerAtTheirMidnight(t *testing.T) {
 }
 
 // TestProMonthWithAMinuteUnderIt: a pro customer in Eucla (+8:45) spends
-// 20 in a minute, is refused by the minute, not the month, and the month's
-// reset is the 1st at 00:00 in Eucla.
+// 20 in a minute, is refused by the minute, not the day or the month, and
+// the month's reset is the 1st at 00:00 in Eucla.
 func TestProMonthWithAMinuteUnderIt(t *testing.T) {
 	eucla := storetest.Zone(t, "Australia/Eucla")
 	h, clk := newTestHandler(t, time.Date(2026, 4, 30, 23, 58, 0, 0, eucla))
@@ -108,12 +111,14 @@ func TestProMonthWithAMinuteUnderIt(t *testing.T) {
 	}
 	clk.Advance(time.Minute)
 	w := get(h, "key-nullarbor")
-	if w.Code != http.StatusOK || w.Header().Get("RateLimit-Policy") != `"pro-month";q=1000;w=2592000, "pro-1m";q=20;w=60` {
+	if w.Code != http.StatusOK || w.Header().Get("RateLimit-Policy") != `"api-day";q=500;w=86400, "api-month";q=10000;w=2592000, "api-1m";q=20;w=60` ||
+		w.Header().Get("RateLimit") != `"api-day";r=479;t=60, "api-month";r=9979;t=60, "api-1m";r=19;t=60` {
 		t.Fatalf("the next minute: %d, %v", w.Code, w.Header())
 	}
 	clk.Set(time.Date(2026, 5, 1, 0, 0, 0, 0, eucla))
-	if w := get(h, "key-nullarbor"); w.Code != http.StatusOK || w.Header().Get("X-RateLimit-Remaining") != "19" {
-		t.Fatalf("May: %d, %v; want the minute's 19 left (the month's 999)", w.Code, w.Header())
+	if w := get(h, "key-nullarbor"); w.Code != http.StatusOK || w.Header().Get("X-RateLimit-Remaining") != "19" ||
+		!strings.Contains(w.Header().Get("RateLimit"), `"api-month";r=9999;`) {
+		t.Fatalf("May: %d, %v; want the minute's 19 left, and the month's 9,999", w.Code, w.Header())
 	}
 }
 
@@ -129,4 +134,139 @@ func TestUnknownKeyIsOnTrial(t *testing.T) {
 	if w := get(h, ""); w.Code != http.StatusBadRequest {
 		t.Fatalf("no API key: %d, want 400", w.Code)
 	}
+}
+
+// TestUpgradeKeepsUsage: a starter customer spends their 5 of the day,
+// is refused, and is moved to pro within the day: their 5 stay used, so
+// 495 of pro's 500 are left, not 500. Moved back, they are over the
+// starter's day and refused until midnight.
+func TestUpgradeKeepsUsage(t *testing.T) {
+	paris := storetest.Zone(t, "Europe/Paris")
+	h, clk := newTestHandler(t, time.Date(2026, 12, 3, 10, 0, 0, 0, paris))
+	for range 5 {
+		get(h, "key-lumiere")
+		clk.Advance(time.Minute) // under the starter's 5 a minute
+	}
+	if w := get(h, "key-lumiere"); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("the starter's sixth of the day: %d, want 429", w.Code)
+	}
+	if w := post(h, "key-lumiere", "/plan?to=pro"); w.Code != http.StatusOK {
+		t.Fatalf("POST /plan?to=pro: %d %s", w.Code, w.Body)
+	}
+	w := get(h, "key-lumiere")
+	if w.Code != http.StatusOK || !strings.HasPrefix(w.Header().Get("RateLimit"), `"api-day";r=494;`) {
+		t.Fatalf("pro, at once: %d, RateLimit %q; want admitted with 494 of 500 left in the day", w.Code, w.Header().Get("RateLimit"))
+	}
+	u := usageOf(t, h, "key-lumiere")
+	if u.Plan != "pro" || u.Rates.Windows[0].Used != 6 || u.Rates.Windows[0].Limit != 500 || u.Rates.Windows[1].Used != 6 {
+		t.Fatalf("usage after the move: %+v", u)
+	}
+	post(h, "key-lumiere", "/plan?to=starter")
+	if w := get(h, "key-lumiere"); w.Code != http.StatusTooManyRequests || w.Header().Get("X-RateLimit-Reset") != strconv.FormatInt(time.Date(2026, 12, 4, 0, 0, 0, 0, paris).Unix(), 10) {
+		t.Fatalf("back on starter with 6 used of its 5: %d, %v; want 429 until midnight", w.Code, w.Header())
+	}
+	if w := post(h, "key-lumiere", "/plan?to=gold"); w.Code != http.StatusBadRequest {
+		t.Fatalf("an unknown plan: %d, want 400", w.Code)
+	}
+}
+
+// TestUsageEndpoint: GET /usage shows every window (the month's balance
+// beside the minute's) and the exports running, charging nothing.
+func TestUsageEndpoint(t *testing.T) {
+	eucla := storetest.Zone(t, "Australia/Eucla")
+	h, _ := newTestHandler(t, time.Date(2026, 4, 30, 23, 58, 0, 0, eucla))
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	orig := export
+	t.Cleanup(func() { export = orig })
+	export = func(http.ResponseWriter, *http.Request) {
+		started <- struct{}{}
+		<-release
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if w := getPath(h, "key-nullarbor", "/api/export"); w.Code != http.StatusOK {
+				t.Errorf("export: %d", w.Code)
+			}
+		})
+	}
+	<-started
+	<-started
+	if w := getPath(h, "key-nullarbor", "/api/export"); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("a third export at once: %d, want 429", w.Code)
+	}
+	get(h, "key-nullarbor")
+	for range 2 { // reading charges nothing
+		u := usageOf(t, h, "key-nullarbor")
+		want := []struct {
+			window      string
+			used, limit int64
+		}{{"day@Australia/Eucla", 3, 500}, {"month@Australia/Eucla", 3, 10000}, {"1m0s", 3, 20}}
+		if u.Plan != "pro" || u.Zone != "Australia/Eucla" || len(u.Rates.Windows) != 3 || u.Exports.Held != 2 {
+			t.Fatalf("usage %+v: want pro in Eucla, three windows, 2 exports running", u)
+		}
+		for i, w := range want {
+			if got := u.Rates.Windows[i]; got.Window != w.window || got.Used != w.used || got.Limit != w.limit || got.Remaining != w.limit-w.used {
+				t.Fatalf("window %d: %+v, want %s with %d of %d used", i, got, w.window, w.used, w.limit)
+			}
+		}
+	}
+	close(release)
+	wg.Wait()
+	if u := usageOf(t, h, "key-nullarbor"); u.Exports.Held != 0 {
+		t.Fatalf("exports running after they ended: %d", u.Exports.Held)
+	}
+	if w := getPath(h, "key-unknown", "/usage"); w.Code != http.StatusNotFound {
+		t.Fatalf("usage of a key with no account: %d, want 404", w.Code)
+	}
+}
+
+// usageJSON is GET /usage's body.
+type usageJSON struct {
+	Plan  string `json:"plan"`
+	Zone  string `json:"zone"`
+	Rates struct {
+		Windows []struct {
+			Window    string `json:"window"`
+			Limit     int64  `json:"limit"`
+			Used      int64  `json:"used"`
+			Remaining int64  `json:"remaining"`
+			Reset     string `json:"reset"`
+		} `json:"windows"`
+	} `json:"rates"`
+	Exports struct {
+		Held int64 `json:"-"`
+		In   struct {
+			Limit, Used, Remaining int64
+		} `json:"in_flight"`
+	} `json:"exports"`
+}
+
+func usageOf(t *testing.T, h http.Handler, apiKey string) usageJSON {
+	t.Helper()
+	w := getPath(h, apiKey, "/usage")
+	var u usageJSON
+	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &u) != nil {
+		t.Fatalf("GET /usage: %d %s", w.Code, w.Body)
+	}
+	u.Exports.Held = u.Exports.In.Used
+	return u
+}
+
+func getPath(h http.Handler, apiKey, path string) *httptest.ResponseRecorder {
+	return serve(h, http.MethodGet, apiKey, path)
+}
+
+func post(h http.Handler, apiKey, path string) *httptest.ResponseRecorder {
+	return serve(h, http.MethodPost, apiKey, path)
+}
+
+// serve sends one request of method to path with the API key.
+func serve(h http.Handler, method, apiKey, path string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, nil)
+	r.Header.Set("X-API-Key", apiKey)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
 }

@@ -41,7 +41,7 @@ var storeACL = struct {
 }{
 	Commands: []string{"evalsha", "eval", "time", "mget", "exists", "pttl",
 		"set", "incrby", "pexpire", "del",
-		"zremrangebyscore", "zscore", "zadd", "zcard", "zrange", "zrem", "pexpireat"},
+		"zremrangebyscore", "zscore", "zadd", "zcard", "zrange", "zrem", "pexpireat", "zcount"},
 	Setup:   []string{"client|setinfo"},
 	Cluster: []string{"cluster|slots", "asking", "command"},
 }
@@ -232,6 +232,9 @@ func aclScenario(client redis.UniversalClient, admin redis.UniversalClient, pref
 		if release != nil {
 			releases = append(releases, release)
 		}
+	}
+	if u, err := f.Usage(ctx, "capped"); err != nil || u.Held != 2 {
+		return fmt.Errorf("Usage of a full cap: got %+v, %v; want 2 held", u, err)
 	}
 	releases[0]()
 	d, release, err := f.Acquire(ctx, "capped")

@@ -45,6 +45,7 @@ var slotHash = redis.NewScript(slotSource).Hash()
 const (
 	opHold    = "h" // take a slot, or extend one the token holds
 	opRelease = "r" // give the token's slot back
+	opCount   = "c" // count the slots held, changing nothing
 )
 
 // A slotOp is a slot call's part of a call: the op, the slot's Redis
@@ -188,6 +189,35 @@ func (s *Store) ReleaseSlot(ctx context.Context, req limiter.SlotRequest, sl lim
 	}
 	s.reportCorruptSlot(op.key, &r)
 	return nil
+}
+
+// HeldSlots returns how many slots req.Key holds under the cap
+// req.Policy, by Redis's clock (a slot whose lease has ended is not
+// counted), in one script run shared with the calls queued beside it,
+// bounded by the store's timeout and ctx. A foreign value under the key
+// reads as req.Max, reported to the observer as corrupt. When Redis
+// cannot answer, the error wraps ErrUnavailable: no failure policy
+// applies to a count.
+func (s *Store) HeldSlots(ctx context.Context, req limiter.SlotRequest) (int64, error) {
+	if err := s.checkSlot(&req); err != nil {
+		return 0, err
+	}
+	op := slotOp{op: opCount, key: slotKey(s.cfg.prefix, req.Key, req.Policy)}
+	r, err := s.slotBatch.doSlot(ctx, req.Key, req.Policy, op, time.Now().Add(s.cfg.timeout))
+	switch {
+	case err != nil:
+		if cerr := ended(ctx); cerr != nil {
+			return 0, cerr
+		}
+		if errors.Is(err, limiter.ErrClosed) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case r.counts[0] < 0:
+		s.reportCorruptSlot(op.key, &r)
+		return req.Max, nil
+	}
+	return r.counts[0], nil
 }
 
 // slotScript takes, renews and gives back slots with inflight.lua.

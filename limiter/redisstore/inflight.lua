@@ -23,13 +23,15 @@
 --   lease ended: taken again only if there is room, so a renewal racing
 --   an expiry never takes the cap past its most).
 -- op "r" (release): give back the token's slot, if it holds one.
+-- op "c" (count): count the slots whose lease has not ended, changing
+--   nothing (the token is not used).
 --
 -- Reply: per request two integers: the verdict, then the slots the key
 -- holds after it, or -1 when the key holds a value of another type (see
 -- Errors; the verdict is then 0). Verdicts: for "h", 0 refused (all
 -- held, or a foreign value), 1 taken, 2 held already (extended); for
--- "r", 0 none held, 1 given back; -1 when the key is not on this node (a
--- node call; nothing was done, and 0 slots are reported).
+-- "r", 0 none held, 1 given back; for "c", 0; -1 when the key is not on
+-- this node (a node call; nothing was done, and 0 slots are reported).
 --
 -- A node call decides the requests of many slots of one master of a
 -- Cluster, sent straight to it, declaring no key, as take.lua's node
@@ -115,6 +117,8 @@ for _ = 1, nreq do
     else
       held = -1
     end
+  elseif op == 'c' then
+    held = typed('ZCOUNT', key, '(' .. now, '+inf') or -1
   else
     local removed = typed('ZREM', key, token)
     if removed then

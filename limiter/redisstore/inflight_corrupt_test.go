@@ -79,6 +79,13 @@ func TestInFlightForeignValueRefused(t *testing.T) {
 				release()
 			}
 			wantEvents(key)
+			if u, err := f.Usage(ctx, client); err != nil || u.Held != 3 {
+				t.Fatalf("Usage of the key with a foreign value: %+v, %v; want the cap, 3, as full", u, err)
+			}
+			wantEvents(key, key)
+			mu.Lock()
+			events = events[:1]
+			mu.Unlock()
 
 			l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(1000)))
 			if err != nil {

@@ -110,6 +110,9 @@ func TestInFlightSlotsOnEveryClient(t *testing.T) {
 				if n := zcard(t, tc.c, s, f, k); n != 2 {
 					t.Fatalf("%s: Redis holds %d slots, want 2", k, n)
 				}
+				if u, err := f.Usage(context.Background(), k); err != nil || u.Held != 2 {
+					t.Fatalf("%s: Usage %+v, %v; want 2 held", k, u, err)
+				}
 				if d, _ := take(t, f, k); d.Allowed || d.Remaining != 0 || d.RetryAfter < time.Second {
 					t.Fatalf("%s at its cap: %+v, want refused, none left, a retry of at least 1s", k, d)
 				}
@@ -128,6 +131,9 @@ func TestInFlightSlotsOnEveryClient(t *testing.T) {
 			}
 			if st := s.Stats(); st.SlotsHeld != 0 {
 				t.Fatalf("after the releases: %d slots held, want 0", st.SlotsHeld)
+			}
+			if u, err := f.Usage(context.Background(), keys[0]); err != nil || u.Held != 0 {
+				t.Fatalf("Usage after the releases: %+v, %v; want 0 held", u, err)
 			}
 		})
 	}
