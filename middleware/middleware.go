@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/internal/verdict"
@@ -46,27 +45,20 @@ type Refunder interface {
 }
 
 var (
-	_ Limiter        = (*limiter.Limiter)(nil)
-	_ clockedLimiter = (*limiter.Limiter)(nil)
-	_ Refunder       = (*limiter.Limiter)(nil)
+	_ Limiter         = (*limiter.Limiter)(nil)
+	_ verdict.Clocked = (*limiter.Limiter)(nil)
+	_ Refunder        = (*limiter.Limiter)(nil)
 )
-
-// A clockedLimiter says which clock its decisions are made by and decides
-// at an instant read from it, as *limiter.Limiter does.
-type clockedLimiter interface {
-	Clock() limiter.Clock
-	AllowAt(ctx context.Context, key string, cost int64, now time.Time) (limiter.Decision, error)
-}
 
 // maxLimiters is the most limiters one middleware applies: the one given
 // to New and those added with WithLimiter.
-const maxLimiters = 4
+const maxLimiters = verdict.MaxRules
 
 // A rule is one limiter and the key it is applied to.
 type rule struct {
-	lim     Limiter
-	key     keyfunc.Func
-	clocked clockedLimiter // lim, if it is one; nil otherwise
+	lim  Limiter
+	key  keyfunc.Func
+	rule verdict.Rule // lim, as the shared admission asks it
 }
 
 // A handler is the middleware wrapped around one next handler. Everything
@@ -105,10 +97,13 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 	if len(c.rules) > maxLimiters {
 		return nil, fmt.Errorf("%w: %d limiters, at most %d", ErrInvalidOption, len(c.rules), maxLimiters)
 	}
-	c.refunds = c.countIf != nil || len(c.caps) > 0
+	c.limits = verdict.Limits{Shadow: c.shadow, FailOpen: c.failOpen, Refunds: c.countIf != nil || len(c.caps) > 0}
+	for _, cr := range c.caps {
+		c.limits.Caps = append(c.limits.Caps, cr.f)
+	}
 	for i := range c.rules {
-		c.rules[i].clocked, _ = c.rules[i].lim.(clockedLimiter)
-		if _, ok := c.rules[i].lim.(Refunder); !ok && c.refunds {
+		c.rules[i].rule = verdict.NewRule(c.rules[i].lim)
+		if _, ok := c.rules[i].lim.(Refunder); !ok && c.limits.Refunds {
 			why := "WithCountIf"
 			if c.countIf == nil {
 				why = "WithInFlight (a request a cap refuses is refunded)"
@@ -160,17 +155,50 @@ func MustNew(l Limiter, opts ...Option) func(http.Handler) http.Handler {
 	return mw
 }
 
-// ServeHTTP resolves every key first, so that a request whose identity is
-// incomplete charges nothing, then decides limiter by limiter up to the
-// first refusal, enforced or shadow. The decisions join those of the
-// middlewares around it (see state) before the headers are written.
+// ServeHTTP takes a request through its life, one phase after another:
+// identify (every key first, so that a request whose identity is
+// incomplete charges nothing), admit (the rates in order up to the first
+// refusal, enforced or shadow, then the caps: verdict.Life.Admit, which
+// the gRPC interceptor shares), describe (the headers of the decision,
+// joined with those of the middlewares around it), serve (the handler),
+// and settle (refunds by status, slots given back).
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := h.cfg
 	if c.exempt != nil && c.exempt(r) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	var keys [maxLimiters]string
+	var l verdict.Life
+	if !h.identify(w, r, &l) {
+		return
+	}
+	l.Admit(&c.limits)
+	switch l.Answer {
+	case verdict.Gone:
+		clientGone(w)
+		return
+	case verdict.Fail:
+		c.onError(w, r, l.Err)
+		return
+	case verdict.Deny:
+		h.deny(w, r, l.Refused, l.Applied[:l.NApplied])
+		return
+	}
+	r, rec := h.describe(w, r, &l)
+	if l.Held.Len() == 0 && (!l.Decided || c.countIf == nil) {
+		h.next.ServeHTTP(w, r) // nothing to settle
+		return
+	}
+	h.serve(w, r, rec, &l)
+}
+
+// identify resolves every key of the request, the rules' then the caps',
+// its cost and, with WithResolver, the limiter of its first rule; false
+// when it has answered the request: a key that could not be resolved, a
+// resolver's limiter that cannot be asked.
+func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Life) bool {
+	c := h.cfg
+	l.Ctx = r.Context()
 	for i := range c.rules {
 		k, err := c.rules[i].key(r)
 		if err == nil && k == "" {
@@ -178,136 +206,129 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			h.keyFailed(w, r, c.rules[i].lim.Policy(), err)
-			return
+			return false
 		}
-		keys[i] = k
+		l.Keys[i], l.Rules[i] = k, c.rules[i].rule
 	}
-	var capKeys [maxCaps]string
-	if len(c.caps) > 0 && !h.capKeys(w, r, &keys, &capKeys) {
-		return
+	l.NRules = len(c.rules)
+	for i := range c.caps {
+		if c.caps[i].key == nil {
+			l.CapKeys[i] = l.Keys[0]
+			continue
+		}
+		k, err := c.caps[i].key(r)
+		if err == nil && k == "" {
+			err = errEmptyKey
+		}
+		if err != nil {
+			h.keyFailed(w, r, c.caps[i].f.Policy(), err)
+			return false
+		}
+		l.CapKeys[i] = k
 	}
-	cost := int64(1)
+	l.Cost = 1
 	if c.cost != nil {
-		cost = c.cost(r)
+		l.Cost = c.cost(r)
 	}
-	ctx := r.Context()
-	var (
-		best     limiter.Decision
-		decided  bool
-		applied  [maxLimiters + maxCaps]*limiter.Policy // the policies that decided, in order
-		nApplied int
-		charged  charges // for WithCountIf and WithInFlight
-		stopped  bool    // a shadow refusal: enforcing would ask no more
-	)
-	for i := range c.rules {
-		lim, clocked := c.rules[i].lim, c.rules[i].clocked
-		if i == 0 && c.resolve != nil {
-			if rl := c.resolve(r); rl != nil {
-				if err := verdict.Check(rl); err != nil {
-					h.resolverFailed(w, r, keys[i], err)
-					return
-				}
-				lim = rl
-				clocked, _ = rl.(clockedLimiter)
+	if c.resolve != nil {
+		if rl := c.resolve(r); rl != nil {
+			if err := verdict.Check(rl); err != nil {
+				h.resolverFailed(w, r, l.Keys[0], err)
+				return false
 			}
-		}
-		d, at, took, err := allow(ctx, lim, clocked, keys[i], cost, c.observe != nil)
-		outcome := outcomeOf(ctx, d, err, c.shadow)
-		if err == nil && d.NumWindows() == 0 && d.DecidedAt().IsZero() {
-			// A custom Limiter's decision, built field by field: dated
-			// here, by the limiter's clock when it has one, so that its
-			// headers are too.
-			if at.IsZero() {
-				at = time.Now()
-			}
-			d = limiter.Dated(d, at)
-		}
-		if err == nil && d.Policy == nil {
-			d.Policy = lim.Policy()
-		}
-		if c.observe != nil {
-			c.observe(Event{
-				Request: r, Key: keys[i], Policy: lim.Policy(), Outcome: outcome,
-				Decision: d, Err: err, FailOpen: outcome == Error && c.failOpen,
-				Duration: took,
-			})
-		}
-		switch outcome {
-		case Canceled:
-			clientGone(w)
-			return
-		case Error:
-			if c.failOpen {
-				continue
-			}
-			c.onError(w, r, err)
-			return
-		case Denied:
-			applied[nApplied] = d.Policy
-			nApplied++
-			// A copy, so that only a refusal moves a Decision to the
-			// heap: the handler is a func value the compiler cannot see
-			// through.
-			refused := d
-			c.deny(w, r, &refused, stateFrom(ctx).with(applied[:nApplied])...)
-			return
-		}
-		applied[nApplied] = d.Policy
-		nApplied++
-		if !decided || moreRestrictive(&d, &best) {
-			best, decided = d, true
-		}
-		if outcome == ShadowDenied {
-			// Enforcing would have refused here and asked no later
-			// limiter, so shadow mode charges and reports nothing
-			// more: its counts and outcomes are the ones enforcing
-			// would make, not inflated by requests a refusal would
-			// have stopped.
-			stopped = true
-			break
-		}
-		if c.refunds {
-			charged.add(i, lim, &d)
+			l.Rules[0] = verdict.NewRule(rl)
 		}
 	}
+	if c.observe != nil {
+		l.Observe = func(e verdict.Event) {
+			c.observe(Event{Request: r, Key: e.Key, Policy: e.Policy, Outcome: Outcome(e.Outcome),
+				Decision: e.Decision, Err: e.Err, FailOpen: e.FailOpen, Duration: e.Duration})
+		}
+	}
+	return true
+}
+
+// deny answers a refusal: the headers of d, naming every policy that
+// applied (the middlewares' around this one too), then the 429. d is a
+// copy, so that only a refusal moves a Decision to the heap: the denied
+// handler is a func value the compiler cannot see through.
+func (h *handler) deny(w http.ResponseWriter, r *http.Request, d limiter.Decision, applied []*limiter.Policy) {
+	h.cfg.deny(w, r, &d, stateFrom(r.Context()).with(applied)...)
+}
+
+// describe writes the headers of what admitted the request: the most
+// restrictive decision, joined with those of the middlewares around it in
+// the request's state (made here by the outermost middleware that
+// decides, in one allocation with the request the handler gets), every
+// policy that applied, and the caps' slots. It returns the request to
+// serve and the status recorder made with the state, if any. A request
+// that no limit decided (every one failed open) gets no headers.
+func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Life) (*http.Request, *statusRecorder) {
+	c := h.cfg
+	if !l.Decided {
+		return r, nil
+	}
 	var (
-		st    *state
 		rec   *statusRecorder
-		spare *heldCaps // room for the caps' slots in st's allocation
+		spare *heldCaps // room for the caps' slots in the state's allocation
 	)
-	if decided {
-		if st = stateFrom(ctx); st == nil {
-			st, r, rec, spare = newState(r, &best, c.countIf != nil, len(c.caps) > 0)
+	st := stateFrom(l.Ctx)
+	if st == nil {
+		st, r, rec, spare = newState(r, &l.Best, c.countIf != nil, len(c.caps) > 0)
+	}
+	st.merge(&l.Best) // a no-op on a state made here, with Best
+	st.apply(l.RatesApplied())
+	hd := st.described()
+	c.headers.WriteBuffer(&st.hdr, w.Header(), &hd, st.applied()...)
+	if l.Held.Len() > 0 {
+		held := spare
+		if held == nil {
+			held = new(heldCaps)
+		}
+		held.caps, held.prev, st.caps = l.Held, st.caps, held
+	}
+	if st.caps != nil {
+		writeCaps(c.headers, w.Header(), st.caps)
+	}
+	return r, rec
+}
+
+// serve calls the handler, and settles the request's life once it has
+// returned, by any path: a return, a panic, a client that left (the
+// handler returns when it notices), a streamed response once it ends.
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, rec *statusRecorder, l *verdict.Life) {
+	counted := l.Decided && h.cfg.countIf != nil
+	if counted {
+		if outer, ok := w.(*statusRecorder); ok {
+			// One recorder per request suffices: an inner middleware
+			// that counts by status reads the one an outer middleware
+			// installed.
+			rec = outer
+		} else {
+			if rec == nil {
+				rec = new(statusRecorder)
+			}
+			rec.ResponseWriter = w
+			w = rec
 		}
 	}
-	var held *heldCaps
-	if len(c.caps) > 0 && !stopped {
-		var answered bool
-		if held, answered = h.acquire(w, r, ctx, &capKeys, &keys, cost, &charged, &applied, nApplied, spare); answered {
-			return
-		}
-	}
-	if decided {
-		st.merge(&best) // a no-op on a state made here, with best
-		st.apply(applied[:nApplied])
-		hd := st.described()
-		c.headers.WriteBuffer(&st.hdr, w.Header(), &hd, st.applied()...)
-		if held != nil {
-			held.prev, st.caps = st.caps, held
-		}
-		if st.caps != nil {
-			writeCaps(c.headers, w.Header(), st.caps)
-		}
-	}
-	if held != nil {
-		h.serveHolding(w, r, rec, ctx, &keys, cost, &charged, held, decided)
-		return
-	}
-	if decided && c.countIf != nil {
-		h.serveCounted(w, r, rec, ctx, &keys, cost, &charged)
-		return
-	}
+	returned := false
+	defer func() { h.settle(rec, l, counted, returned) }()
 	h.next.ServeHTTP(w, r)
+	returned = true
+}
+
+// settle ends the request's life: a charge whose response does not count
+// (WithCountIf) is returned, and every slot held given back. A handler
+// that panicked (returned false), or hijacked the connection, stays
+// charged: its answer is unknown; its slots go back all the same.
+func (h *handler) settle(rec *statusRecorder, l *verdict.Life, counted, returned bool) {
+	if counted && returned {
+		if status, known := rec.final(); known && !h.cfg.countIf(status) {
+			l.Refund()
+		}
+	}
+	l.Release()
 }
 
 // keyFailed answers a request whose key for the limiter or cap of
@@ -343,30 +364,6 @@ func (h *handler) resolverFailed(w http.ResponseWriter, r *http.Request, key str
 		c.observe(Event{Request: r, Key: key, Policy: c.rules[0].lim.Policy(), Outcome: Misconfigured, Err: err})
 	}
 	c.onError(w, r, err)
-}
-
-// allow asks lim for one decision, at one reading of its clock when it
-// has one: verdict.Ask, which the gRPC interceptor shares.
-func allow(ctx context.Context, lim Limiter, clocked clockedLimiter, key string, cost int64, timed bool) (d limiter.Decision, at time.Time, took time.Duration, err error) {
-	return verdict.Ask(ctx, lim, clocked, key, cost, timed)
-}
-
-// outcomeOf names what a decision made of the request. An error with the
-// request's context done is the client's leaving (or the server's
-// deadline), not a store failure: Canceled.
-func outcomeOf(ctx context.Context, d limiter.Decision, err error, shadow bool) Outcome {
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return Canceled
-	case err != nil:
-		return Error
-	case d.Allowed:
-		return Allowed
-	case shadow:
-		return ShadowDenied
-	default:
-		return Denied
-	}
 }
 
 // internalError is the default error handler (WithErrorHandler): the error's text may name

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/verdict"
 	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -302,5 +303,24 @@ func TestResolverChoosesThePlan(t *testing.T) {
 				t.Errorf("event policy = %s, want %s", last.Policy.Name(), tt.wantPolicy)
 			}
 		})
+	}
+}
+
+// The doors share one admission (internal/verdict), whose outcomes the
+// HTTP door converts by value: the two lists must stay in step.
+func TestOutcomesAreTheSharedOnes(t *testing.T) {
+	for _, tt := range []struct {
+		door   middleware.Outcome
+		shared verdict.Outcome
+	}{
+		{middleware.Allowed, verdict.Allowed}, {middleware.Denied, verdict.Denied},
+		{middleware.ShadowDenied, verdict.ShadowDenied}, {middleware.Error, verdict.Error},
+		{middleware.KeyError, verdict.KeyError}, {middleware.Misconfigured, verdict.Misconfigured},
+		{middleware.Canceled, verdict.Canceled}, {middleware.Refunded, verdict.Refunded},
+		{middleware.KeyFailed, verdict.KeyFailed}, {middleware.Released, verdict.Released},
+	} {
+		if middleware.Outcome(tt.shared) != tt.door {
+			t.Errorf("verdict's %d is middleware's %v, want %v", tt.shared, middleware.Outcome(tt.shared), tt.door)
+		}
 	}
 }

@@ -23,7 +23,7 @@ type config struct {
 	extra      []rule
 	rules      []rule
 	caps       []capRule // WithInFlight
-	refunds    bool      // a rule's admission may be refunded: WithCountIf or WithInFlight
+	limits     verdict.Limits
 	cost       func(*http.Request) int64
 	resolve    func(*http.Request) Limiter
 	exempt     func(*http.Request) bool

@@ -1,0 +1,373 @@
+package verdict
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// An Outcome is what became of a request under one limit. Its values
+// are middleware.Outcome's, in the same order: each door converts.
+type Outcome uint8
+
+// The outcomes, as middleware.Outcome documents them.
+const (
+	Allowed Outcome = iota + 1
+	Denied
+	ShadowDenied
+	Error
+	KeyError
+	Misconfigured
+	Canceled
+	Refunded
+	KeyFailed
+	Released
+)
+
+// An Event is what a door's observer is told of one limit, the door
+// adding its own request.
+type Event struct {
+	Key      string
+	Policy   *limiter.Policy
+	Outcome  Outcome
+	Decision limiter.Decision
+	Err      error
+	FailOpen bool
+	Duration time.Duration
+}
+
+// The most rates and caps one door applies to a request.
+const (
+	MaxRules = 4
+	MaxCaps  = 2
+)
+
+// A RuleLimiter decides a rate and names its policy: middleware.Limiter.
+type RuleLimiter interface {
+	Limiter
+	Policied
+}
+
+// A Refunder returns a charge, as *limiter.Limiter does.
+type Refunder interface {
+	Refund(ctx context.Context, key string, cost int64, d limiter.Decision) error
+}
+
+// A Rule is one rate a request is decided by: its limiter and, when the
+// limiter decides by a clock of its own, the same value as Clocked.
+type Rule struct {
+	Lim     RuleLimiter
+	Clocked Clocked
+}
+
+// NewRule returns the rule of l.
+func NewRule(l RuleLimiter) Rule {
+	c, _ := l.(Clocked)
+	return Rule{Lim: l, Clocked: c}
+}
+
+// Limits are how a door applies its rates and caps, fixed when it is
+// built.
+type Limits struct {
+	Caps     []*limiter.InFlight
+	Shadow   bool // decide and count, never refuse
+	FailOpen bool // a limit that cannot decide lets the request through
+	Refunds  bool // keep each charge: a charge may be returned (a status that does not count, a cap's refusal)
+}
+
+// An Answer says how the door answers a request once its limits have
+// been asked.
+type Answer uint8
+
+const (
+	// Admit: serve it.
+	Admit Answer = iota
+	// Deny: a limit refused it; Life.Refused says why.
+	Deny
+	// Fail: a limit could not decide; Life.Err says why.
+	Fail
+	// Gone: the caller left, or its deadline passed, before a limit
+	// could decide.
+	Gone
+)
+
+// A Life is one request's passage through a door's limits, in the order
+// STYLE.md gives a request's life: the door identifies it (Keys,
+// CapKeys, the rules that apply), admits it (Admit: rates, then caps),
+// serves it, settles it (Refund, Release) and describes it (Best and
+// Applied, for the headers). It lives on the door's stack, one per
+// request, and is not safe for concurrent use.
+type Life struct {
+	Ctx     context.Context
+	Cost    int64
+	Rules   [MaxRules]Rule
+	NRules  int
+	Keys    [MaxRules]string
+	CapKeys [MaxCaps]string
+	// Observe, when set, is told of every limit's outcome.
+	Observe func(Event)
+
+	// What admission found.
+	Answer   Answer
+	Refused  limiter.Decision // Deny: the refusal to answer with
+	Err      error            // Fail: the limit's error
+	Best     limiter.Decision // the most restrictive decision that let the request on
+	Decided  bool             // Best is set: some limit decided
+	Applied  [MaxRules + MaxCaps]*limiter.Policy
+	NApplied int
+	Stopped  bool     // a shadow refusal: enforcing would ask no more
+	Charged  Charges  // the admissions kept for settling (Limits.Refunds)
+	Held     HeldCaps // the slots taken
+	nRates   int      // Applied[:nRates] are the rates'
+}
+
+// RatesApplied returns the policies of the rates that applied, in order:
+// the caps' are told apart (a door's headers list them after the rates).
+func (l *Life) RatesApplied() []*limiter.Policy { return l.Applied[:l.nRates] }
+
+// Charges are the admissions a request's rules charged, kept for
+// settling: the decision of each rule that charged.
+type Charges struct {
+	N    int
+	Rule [MaxRules]int
+	D    [MaxRules]limiter.Decision
+}
+
+// HeldCaps are the slots a request holds, in the order the caps were
+// asked, the first Len with a cap, and what the headers and the observer
+// need of them. It keeps no count, so that the HTTP door's per-request
+// state that holds a copy fits its allocation size class.
+type HeldCaps [MaxCaps]HeldCap
+
+// Len returns how many caps hc holds a decision of.
+func (hc *HeldCaps) Len() int {
+	n := 0
+	for n < MaxCaps && hc[n].F != nil {
+		n++
+	}
+	return n
+}
+
+// A HeldCap is one cap's decision for a request.
+type HeldCap struct {
+	F         *limiter.InFlight
+	Key       string
+	ReleaseFn func()          // nil once given back, or for a shadow refusal
+	Policy    *limiter.Policy // the decision's (a store's reduced cap while it degrades)
+	Remaining int64
+	At        int64 // the decision's instant, Unix ns by the cap's clock
+}
+
+// Decision returns the cap's decision as the headers and the observer
+// see it.
+func (hc *HeldCap) Decision() limiter.Decision {
+	return limiter.Dated(limiter.Decision{Allowed: true, Limit: hc.Policy.MaxInFlight(), Remaining: hc.Remaining, Policy: hc.Policy}, time.Unix(0, hc.At))
+}
+
+// observe tells the observer of e, if there is one.
+func (l *Life) observe(e Event) {
+	if l.Observe != nil {
+		l.Observe(e)
+	}
+}
+
+// apply records that p applied to the request.
+func (l *Life) apply(p *limiter.Policy) {
+	l.Applied[l.NApplied] = p
+	l.NApplied++
+}
+
+// Admit asks the rules, in order, then the caps of lim, each at most
+// once, and stops at the first refusal, enforced or shadow, or at the
+// first limit that cannot decide (unless lim.FailOpen); Answer says how
+// the door answers. A rate asked before a refusal stays charged, as
+// stacked doors would have charged it; a cap's refusal returns every
+// rate's charge (lim.Refunds must then be set) and every slot taken, so
+// that it charges nothing. A request whose context is done when a limit
+// fails is Gone, with or without FailOpen: its caller left.
+func (l *Life) Admit(lim *Limits) {
+	if !l.admitRates(lim) {
+		return
+	}
+	if len(lim.Caps) > 0 && !l.Stopped {
+		l.admitCaps(lim)
+	}
+}
+
+// admitRates asks the rules; false when the request is answered.
+func (l *Life) admitRates(lim *Limits) bool {
+	timed := l.Observe != nil
+	for i := range l.NRules {
+		r := &l.Rules[i]
+		d, at, took, err := Ask(l.Ctx, r.Lim, r.Clocked, l.Keys[i], l.Cost, timed)
+		outcome := outcomeOf(l.Ctx, &d, err, lim.Shadow)
+		if err == nil && d.NumWindows() == 0 && d.DecidedAt().IsZero() {
+			// A custom Limiter's decision, built field by field: dated
+			// here, by the limiter's clock when it has one, so that its
+			// headers are too.
+			if at.IsZero() {
+				at = time.Now()
+			}
+			d = limiter.Dated(d, at)
+		}
+		if err == nil && d.Policy == nil {
+			d.Policy = r.Lim.Policy()
+		}
+		l.observe(Event{Key: l.Keys[i], Policy: r.Lim.Policy(), Outcome: outcome, Decision: d, Err: err,
+			FailOpen: outcome == Error && lim.FailOpen, Duration: took})
+		switch outcome {
+		case Canceled:
+			l.Answer = Gone
+			return false
+		case Error:
+			if lim.FailOpen {
+				continue
+			}
+			l.Answer, l.Err = Fail, err
+			return false
+		case Denied:
+			l.apply(d.Policy)
+			l.Answer, l.Refused = Deny, d
+			return false
+		}
+		l.apply(d.Policy)
+		if !l.Decided || More(&d, &l.Best) {
+			l.Best, l.Decided = d, true
+		}
+		if outcome == ShadowDenied {
+			// Enforcing would have refused here and asked no later
+			// limit, so shadow mode charges and reports nothing more:
+			// its counts and outcomes are the ones enforcing would
+			// make, not inflated by requests a refusal would have
+			// stopped.
+			l.Stopped = true
+			break
+		}
+		if lim.Refunds {
+			c := &l.Charged
+			c.Rule[c.N], c.D[c.N] = i, d
+			c.N++
+		}
+	}
+	l.nRates = l.NApplied
+	return true
+}
+
+// admitCaps asks every cap for a slot, in order, for a request the rates
+// admitted (or let through failing open).
+func (l *Life) admitCaps(lim *Limits) {
+	for i, f := range lim.Caps {
+		var (
+			clk  limiter.Clock
+			at   time.Time
+			took time.Duration
+		)
+		if l.Observe != nil {
+			clk = f.Clock()
+			at = clk.Now()
+		}
+		d, release, err := f.Acquire(l.Ctx, l.CapKeys[i])
+		outcome := outcomeOf(l.Ctx, &d, err, lim.Shadow)
+		if l.Observe != nil {
+			took = clk.Now().Sub(at)
+			l.observe(Event{Key: l.CapKeys[i], Policy: f.Policy(), Outcome: outcome, Decision: d, Err: err,
+				FailOpen: outcome == Error && lim.FailOpen, Duration: took})
+		}
+		switch outcome {
+		case Canceled:
+			l.Release()
+			l.Answer = Gone
+			return
+		case Error:
+			if lim.FailOpen {
+				continue
+			}
+			l.Release()
+			l.Answer, l.Err = Fail, err
+			return
+		case Denied, ShadowDenied:
+			// Enforcing answers the request here: nothing it took stays
+			// taken, and no later cap is asked. Shadow mode counts as
+			// enforcing would, and lets the request through holding
+			// nothing.
+			l.Release()
+			l.Refund()
+			l.apply(d.Policy)
+			if outcome == ShadowDenied {
+				l.Held.add(f, l.CapKeys[i], nil, &d)
+				return
+			}
+			l.Answer, l.Refused = Deny, d
+			return
+		}
+		l.Held.add(f, l.CapKeys[i], release, &d)
+		l.apply(d.Policy)
+	}
+}
+
+// add records cap f's decision d (release nil for a shadow refusal).
+func (hc *HeldCaps) add(f *limiter.InFlight, key string, release func(), d *limiter.Decision) {
+	hc[hc.Len()] = HeldCap{F: f, Key: key, ReleaseFn: release, Policy: d.Policy, Remaining: d.Remaining, At: d.DecidedAt().UnixNano()}
+}
+
+// ErrCannotRefund is what the observer is told of a charge made by a
+// limiter that has no Refund method (one a resolver returned).
+var ErrCannotRefund = errors.New("ratelimit: the resolved limiter is no Refunder; the charge stays")
+
+// Refund returns every charge the request's rules made, and tells the
+// observer of each; the charges are then forgotten, so that nothing is
+// returned twice. The door has answered, or a cap refused: the caller
+// may be gone, and the charge is returned all the same.
+func (l *Life) Refund() {
+	ctx := context.WithoutCancel(l.Ctx)
+	c := &l.Charged
+	for i := range c.N {
+		r := &l.Rules[c.Rule[i]]
+		key := l.Keys[c.Rule[i]]
+		var err error
+		if ref, ok := r.Lim.(Refunder); ok {
+			err = ref.Refund(ctx, key, l.Cost, c.D[i])
+		} else {
+			err = ErrCannotRefund
+		}
+		l.observe(Event{Key: key, Policy: r.Lim.Policy(), Outcome: Refunded, Decision: c.D[i], Err: err})
+	}
+	c.N = 0
+}
+
+// Release gives back every slot the request holds, once, last taken
+// first, and tells the observer of each.
+func (l *Life) Release() {
+	for i := l.Held.Len() - 1; i >= 0; i-- {
+		cp := &l.Held[i]
+		if cp.ReleaseFn == nil {
+			continue
+		}
+		cp.ReleaseFn()
+		cp.ReleaseFn = nil
+		if l.Observe != nil {
+			l.observe(Event{Key: cp.Key, Policy: cp.F.Policy(), Outcome: Released,
+				Decision: cp.Decision(), Duration: time.Duration(cp.F.Clock().Now().UnixNano() - cp.At)})
+		}
+	}
+}
+
+// outcomeOf names what a decision made of the request. An error with the
+// request's context done is the caller's leaving (or its deadline), not
+// a store failure: Canceled.
+func outcomeOf(ctx context.Context, d *limiter.Decision, err error, shadow bool) Outcome {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return Canceled
+	case err != nil:
+		return Error
+	case d.Allowed:
+		return Allowed
+	case shadow:
+		return ShadowDenied
+	default:
+		return Denied
+	}
+}
