@@ -55,7 +55,9 @@
 // 5 exports per API key, across replicas with Redis): the rates decide
 // first, then the cap; a request the cap refuses is answered 429 and
 // refunded to every rate, and an admitted one holds its slot while the
-// handler runs, given back on every way out, a panic included.
+// handler runs, given back on every way out, a panic included. InFlight
+// is a cap alone, with no rate, in one line: on one route of a group whose
+// rate another middleware charges (once), or on a route that has none.
 //
 // A key function installed where it cannot work (keyfunc.RoutePattern
 // before routing, chikey.ClientIP without chi's ClientIPFrom*) is the

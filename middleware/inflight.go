@@ -21,26 +21,10 @@ type capRule struct {
 
 // heldCaps are the slots one middleware holds for a request, as the
 // headers describe them: the innermost middleware's is in the request's
-// state, linked to the outer ones', so that every middleware's headers
-// list every cap. The slots themselves are given back through the
-// request's verdict.Life, which holds the release funcs.
-type heldCaps struct {
-	prev *heldCaps
-	caps verdict.HeldCaps
-}
+// state, linked to the outer ones'. The slots themselves are given back
+// through the request's verdict.Life, which holds the release funcs.
+type heldCaps = verdict.CapsList
 
 // writeCaps adds every cap of hc and the middlewares around it to the
 // draft headers, the outermost first.
-func writeCaps(hw *headers.Writer, h http.Header, hc *heldCaps) {
-	if hc.prev != nil {
-		writeCaps(hw, h, hc.prev)
-	}
-	var ds [maxCaps]limiter.Decision
-	var ps [maxCaps]*limiter.Decision
-	n := hc.caps.Len()
-	for i := range n {
-		ds[i] = hc.caps[i].Decision()
-		ps[i] = &ds[i]
-	}
-	hw.WriteInFlight(h, ps[:n]...)
-}
+func writeCaps(hw *headers.Writer, h http.Header, hc *heldCaps) { verdict.WriteCaps(hw, h, hc) }

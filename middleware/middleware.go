@@ -76,7 +76,44 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 	if err := verdict.Check(l); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
 	}
-	c := &config{}
+	return build(l, opts)
+}
+
+// InFlight returns middleware that caps how many requests run the
+// wrapped handler at once per key with f alone, no rate, in one line:
+//
+//	r.With(middleware.MustInFlight(exports)).Get("/export", export)
+//
+// on a route of a group whose rates another middleware applies (which
+// charges them once: this one charges no rate), or on a route that has
+// none. The cap is keyed by the middleware's key (WithKey, or the remote
+// host), and works as WithInFlight says, but that a refusal here cannot
+// return the charges of the middlewares around it: a request refused by
+// the cap stays charged to the group's rates, as a request refused by any
+// inner middleware does. Its slots join the headers of the middlewares
+// around it (the draft fields list them); alone, with the draft fields
+// on, it writes its own. Options that concern rates do not apply and are
+// errors: WithLimiter, WithCost, WithResolver, WithCountIf. More caps:
+// WithInFlight.
+func InFlight(f *limiter.InFlight, opts ...Option) (func(http.Handler) http.Handler, error) {
+	if f == nil {
+		return nil, fmt.Errorf("%w: InFlight: InFlight is nil", ErrInvalidOption)
+	}
+	return build(nil, append([]Option{WithInFlight(f, nil)}, opts...))
+}
+
+// MustInFlight is InFlight that panics on error, for caps fixed in code.
+func MustInFlight(f *limiter.InFlight, opts ...Option) func(http.Handler) http.Handler {
+	mw, err := InFlight(f, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return mw
+}
+
+// build returns the middleware of l (nil: caps alone) and opts.
+func build(l Limiter, opts []Option) (func(http.Handler) http.Handler, error) {
+	c := &config{capsOnly: l == nil}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil Option %d", ErrInvalidOption, i)
@@ -93,7 +130,9 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 		}
 		c.key = k
 	}
-	c.rules = append([]rule{{lim: l, key: c.key}}, c.extra...)
+	if l != nil {
+		c.rules = append([]rule{{lim: l, key: c.key}}, c.extra...)
+	}
 	if len(c.rules) > maxLimiters {
 		return nil, fmt.Errorf("%w: %d limiters, at most %d", ErrInvalidOption, len(c.rules), maxLimiters)
 	}
@@ -103,6 +142,7 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 	}
 	for i := range c.rules {
 		c.rules[i].rule = verdict.NewRule(c.rules[i].lim)
+		c.shared = append(c.shared, c.rules[i].rule)
 		if _, ok := c.rules[i].lim.(Refunder); !ok && c.limits.Refunds {
 			why := "WithCountIf"
 			if c.countIf == nil {
@@ -181,7 +221,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.onError(w, r, l.Err)
 		return
 	case verdict.Deny:
-		h.deny(w, r, l.Refused, l.Applied[:l.NApplied])
+		h.deny(w, r, l.Best, l.Applied[:l.NApplied])
 		return
 	}
 	r, rec := h.describe(w, r, &l)
@@ -208,15 +248,26 @@ func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Li
 			h.keyFailed(w, r, c.rules[i].lim.Policy(), err)
 			return false
 		}
-		l.Keys[i], l.Rules[i] = k, c.rules[i].rule
+		l.Keys[i] = k
 	}
-	l.NRules = len(c.rules)
+	l.Rules = c.shared
+	own := "" // the middleware's key, resolved once for the caps that have none
 	for i := range c.caps {
-		if c.caps[i].key == nil {
-			l.CapKeys[i] = l.Keys[0]
-			continue
+		var (
+			k   string
+			err error
+		)
+		switch {
+		case c.caps[i].key != nil:
+			k, err = c.caps[i].key(r)
+		case len(l.Rules) > 0:
+			k = l.Keys[0]
+		case own != "":
+			k = own
+		default:
+			k, err = c.key(r)
+			own = k
 		}
-		k, err := c.caps[i].key(r)
 		if err == nil && k == "" {
 			err = errEmptyKey
 		}
@@ -230,13 +281,13 @@ func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Li
 	if c.cost != nil {
 		l.Cost = c.cost(r)
 	}
-	if c.resolve != nil {
+	if c.resolve != nil && len(l.Rules) > 0 {
 		if rl := c.resolve(r); rl != nil {
 			if err := verdict.Check(rl); err != nil {
 				h.resolverFailed(w, r, l.Keys[0], err)
 				return false
 			}
-			l.Rules[0] = verdict.NewRule(rl)
+			l.First = verdict.NewRule(rl)
 		}
 	}
 	if c.observe != nil {
@@ -262,10 +313,27 @@ func (h *handler) deny(w http.ResponseWriter, r *http.Request, d limiter.Decisio
 // decides, in one allocation with the request the handler gets), every
 // policy that applied, and the caps' slots. It returns the request to
 // serve and the status recorder made with the state, if any. A request
-// that no limit decided (every one failed open) gets no headers.
+// that no rate decided (every one failed open, or a middleware of caps
+// alone) makes no state: its caps' slots join the state of the
+// middlewares around it, if any, and are described with theirs, else
+// alone.
 func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Life) (*http.Request, *statusRecorder) {
 	c := h.cfg
 	if !l.Decided {
+		if l.Held.Len() == 0 {
+			return r, nil
+		}
+		held := &heldCaps{Caps: l.Held}
+		if st := stateFrom(l.Ctx); st != nil {
+			// The headers are written anew, the rates' then every cap's,
+			// as each middleware of a stack writes them.
+			hd := st.described()
+			c.headers.WriteBuffer(&st.hdr, w.Header(), &hd, st.applied()...)
+			held.Prev, st.caps = st.caps, held
+			writeCaps(c.headers, w.Header(), st.caps)
+			return r, nil
+		}
+		writeCaps(c.headers, w.Header(), held)
 		return r, nil
 	}
 	var (
@@ -285,7 +353,7 @@ func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Li
 		if held == nil {
 			held = new(heldCaps)
 		}
-		held.caps, held.prev, st.caps = l.Held, st.caps, held
+		held.Caps, held.Prev, st.caps = l.Held, st.caps, held
 	}
 	if st.caps != nil {
 		writeCaps(c.headers, w.Header(), st.caps)

@@ -22,7 +22,8 @@ type config struct {
 	key        keyfunc.Func
 	extra      []rule
 	rules      []rule
-	caps       []capRule // WithInFlight
+	shared     []verdict.Rule // rules' limiters, as verdict.Life asks them
+	caps       []capRule      // WithInFlight
 	limits     verdict.Limits
 	cost       func(*http.Request) int64
 	resolve    func(*http.Request) Limiter
@@ -37,6 +38,7 @@ type config struct {
 	observe    Observer
 	headers    *headers.Writer
 	given      given // the options given, for New to check
+	capsOnly   bool  // InFlight: no rate
 }
 
 // given records which options were given, so that New can tell a nil
@@ -95,6 +97,19 @@ func (c *config) check() error {
 	}
 	if len(c.caps) > maxCaps {
 		return fmt.Errorf("%w: %d in-flight caps (WithInFlight), at most %d", ErrInvalidOption, len(c.caps), maxCaps)
+	}
+	if c.capsOnly {
+		for _, o := range []struct {
+			given bool
+			name  string
+		}{
+			{len(c.extra) > 0, "WithLimiter"}, {c.given&givenCost != 0, "WithCost"},
+			{c.given&givenResolver != 0, "WithResolver"}, {c.given&givenCountIf != 0, "WithCountIf"},
+		} {
+			if o.given {
+				return fmt.Errorf("%w: %s does not apply to InFlight, which applies no rate: use New", ErrInvalidOption, o.name)
+			}
+		}
 	}
 	if c.shadow && c.given&givenDenied != 0 {
 		return fmt.Errorf("%w: WithDeniedHandler does not apply under WithShadow, which never refuses a request", ErrInvalidOption)

@@ -84,7 +84,7 @@ type Answer uint8
 const (
 	// Admit: serve it.
 	Admit Answer = iota
-	// Deny: a limit refused it; Life.Refused says why.
+	// Deny: a limit refused it; Life.Best is the refusal.
 	Deny
 	// Fail: a limit could not decide; Life.Err says why.
 	Fail
@@ -100,10 +100,12 @@ const (
 // Applied, for the headers). It lives on the door's stack, one per
 // request, and is not safe for concurrent use.
 type Life struct {
-	Ctx     context.Context
-	Cost    int64
-	Rules   [MaxRules]Rule
-	NRules  int
+	Ctx  context.Context
+	Cost int64
+	// Rules are the door's rates, in order; First, when set, stands for
+	// Rules[0] for this request (a resolver's limiter).
+	Rules   []Rule
+	First   Rule
 	Keys    [MaxRules]string
 	CapKeys [MaxCaps]string
 	// Observe, when set, is told of every limit's outcome.
@@ -111,10 +113,9 @@ type Life struct {
 
 	// What admission found.
 	Answer   Answer
-	Refused  limiter.Decision // Deny: the refusal to answer with
 	Err      error            // Fail: the limit's error
-	Best     limiter.Decision // the most restrictive decision that let the request on
-	Decided  bool             // Best is set: some limit decided
+	Best     limiter.Decision // the most restrictive decision that let the request on; for Deny, the refusal
+	Decided  bool             // Best is set: some limit let the request on
 	Applied  [MaxRules + MaxCaps]*limiter.Policy
 	NApplied int
 	Stopped  bool     // a shadow refusal: enforcing would ask no more
@@ -166,6 +167,14 @@ func (hc *HeldCap) Decision() limiter.Decision {
 	return limiter.Dated(limiter.Decision{Allowed: true, Limit: hc.Policy.MaxInFlight(), Remaining: hc.Remaining, Policy: hc.Policy}, time.Unix(0, hc.At))
 }
 
+// rule returns the request's i'th rule.
+func (l *Life) rule(i int) *Rule {
+	if i == 0 && l.First.Lim != nil {
+		return &l.First
+	}
+	return &l.Rules[i]
+}
+
 // observe tells the observer of e, if there is one.
 func (l *Life) observe(e Event) {
 	if l.Observe != nil {
@@ -199,8 +208,8 @@ func (l *Life) Admit(lim *Limits) {
 // admitRates asks the rules; false when the request is answered.
 func (l *Life) admitRates(lim *Limits) bool {
 	timed := l.Observe != nil
-	for i := range l.NRules {
-		r := &l.Rules[i]
+	for i := range l.Rules {
+		r := l.rule(i)
 		d, at, took, err := Ask(l.Ctx, r.Lim, r.Clocked, l.Keys[i], l.Cost, timed)
 		outcome := outcomeOf(l.Ctx, &d, err, lim.Shadow)
 		if err == nil && d.NumWindows() == 0 && d.DecidedAt().IsZero() {
@@ -229,7 +238,7 @@ func (l *Life) admitRates(lim *Limits) bool {
 			return false
 		case Denied:
 			l.apply(d.Policy)
-			l.Answer, l.Refused = Deny, d
+			l.Answer, l.Best = Deny, d
 			return false
 		}
 		l.apply(d.Policy)
@@ -299,7 +308,7 @@ func (l *Life) admitCaps(lim *Limits) {
 				l.Held.add(f, l.CapKeys[i], nil, &d)
 				return
 			}
-			l.Answer, l.Refused = Deny, d
+			l.Answer, l.Best = Deny, d
 			return
 		}
 		l.Held.add(f, l.CapKeys[i], release, &d)
@@ -324,7 +333,7 @@ func (l *Life) Refund() {
 	ctx := context.WithoutCancel(l.Ctx)
 	c := &l.Charged
 	for i := range c.N {
-		r := &l.Rules[c.Rule[i]]
+		r := l.rule(c.Rule[i])
 		key := l.Keys[c.Rule[i]]
 		var err error
 		if ref, ok := r.Lim.(Refunder); ok {

@@ -39,12 +39,17 @@
 //   - the caller's context is done: CANCELED (DEADLINE_EXCEEDED for a
 //     deadline), with or without WithFailOpen;
 //   - no key (keyfunc.ErrNoKey): INVALID_ARGUMENT; a key function that is
-//     misconfigured or fails otherwise: INTERNAL.
+//     misconfigured or fails otherwise, or a resolver's typed nil:
+//     INTERNAL (WithErrorHandler answers these, and UNAVAILABLE, as the
+//     HTTP middleware's answers its 500s).
 //
 // A stream is decided once, when it opens. Several limits are given to
 // one Interceptor with WithLimiter, or by chaining Interceptors; either
 // way the call carries one set of metadata, describing the most
-// restrictive decision. WithMethods gives methods limiters of their own,
+// restrictive decision. WithResolver picks the limiter per call (plans,
+// as limiter.Limiter.WithLimits of one usage), WithInFlight caps the
+// calls at once per key (a stream holds its slot until it ends), and
+// NewInFlight is a cap alone. WithMethods gives methods limiters of their own,
 // WithExempt lets health checks through, WithShadow watches a limit
 // before enforcing it, WithMaxPushback bounds the waits clients are asked
 // to retry after, and WithObserver takes the observers of

@@ -18,27 +18,42 @@ import (
 
 // maxLimiters is the most limiters one interceptor applies: the one given
 // to New and those added with WithLimiter.
-const maxLimiters = 4
+const maxLimiters = verdict.MaxRules
+
+// maxCaps is the most in-flight caps one interceptor applies
+// (WithInFlight).
+const maxCaps = verdict.MaxCaps
 
 // A rule is one limiter and the key it is applied to.
 type rule struct {
-	lim     middleware.Limiter
-	key     KeyFunc
-	clocked verdict.Clocked // lim, if it decides by a clock of its own; nil otherwise
+	lim  middleware.Limiter
+	key  KeyFunc
+	rule verdict.Rule // lim, as the shared admission asks it
+}
+
+// A capRule is one in-flight cap and the key it is applied to.
+type capRule struct {
+	f   *limiter.InFlight
+	key KeyFunc // nil: the interceptor's key, resolved once
 }
 
 // An Interceptor limits the calls of a gRPC server with a limiter, as
 // package middleware limits HTTP requests: Unary for unary methods,
 // Stream for streaming ones (a stream is decided once, when it opens).
-// Build it with New; its settings are fixed there and it is safe for
-// concurrent use. The zero Interceptor is not usable.
+// Build it with New, or NewInFlight for a cap alone; its settings are
+// fixed there and it is safe for concurrent use. The zero Interceptor is
+// not usable.
 type Interceptor struct {
 	rules     []rule
+	shared    []verdict.Rule  // rules' limiters, as verdict.Life asks them
 	methods   map[string]rule // per full method, in place of rules[0]
+	caps      []capRule
+	key       KeyFunc // the interceptor's key: WithKey's, or PeerHost
+	limits    verdict.Limits
 	exempt    func(ctx context.Context, fullMethod string) bool
 	cost      func(ctx context.Context, fullMethod string) int64
-	failOpen  bool
-	shadow    bool
+	resolve   func(ctx context.Context, fullMethod string) middleware.Limiter
+	onError   func(ctx context.Context, fullMethod string, err error) error
 	observe   middleware.Observer
 	md        *headers.Writer // the metadata writer: lower-case names
 	mdOnAllow bool            // md writes something on an admission
@@ -48,15 +63,45 @@ type Interceptor struct {
 
 // New returns an Interceptor that limits calls with l, keyed by the
 // peer's address (PeerHost) unless WithKey says otherwise. Configuration
-// errors (a nil limiter or option argument, too many limiters, a method
-// name that is none, a metadata name gRPC cannot send, a pushback bound
-// out of range) are reported here, wrapping ErrInvalidOption, never by a
-// call.
+// errors (a nil limiter or option argument, too many limiters or caps, a
+// method name that is none, a metadata name gRPC cannot send, a pushback
+// bound out of range) are reported here, wrapping ErrInvalidOption,
+// never by a call.
 func New(l middleware.Limiter, opts ...Option) (*Interceptor, error) {
 	if err := verdict.Check(l); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
 	}
-	c := &config{}
+	return build(l, opts)
+}
+
+// NewInFlight returns an Interceptor that caps how many calls run at once
+// per key with f alone, no rate: the in-flight cap of a service whose
+// rates another interceptor of the chain applies (once: this one charges
+// no rate), or that has none. The cap is keyed by the interceptor's key
+// (WithKey, or PeerHost), and holds its slot while the handler runs:
+// until a unary call returns, until a stream ends. Options that concern
+// rates do not apply and are errors: WithLimiter, WithMethods, WithCost,
+// WithResolver. More caps: WithInFlight.
+func NewInFlight(f *limiter.InFlight, opts ...Option) (*Interceptor, error) {
+	if f == nil {
+		return nil, fmt.Errorf("%w: NewInFlight: InFlight is nil", ErrInvalidOption)
+	}
+	return build(nil, append([]Option{WithInFlight(f, nil)}, opts...))
+}
+
+// MustInFlight is NewInFlight that panics on error, for caps fixed in
+// code.
+func MustInFlight(f *limiter.InFlight, opts ...Option) *Interceptor {
+	ic, err := NewInFlight(f, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return ic
+}
+
+// build returns the Interceptor of l (nil: caps alone) and opts.
+func build(l middleware.Limiter, opts []Option) (*Interceptor, error) {
+	c := &config{capsOnly: l == nil}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil Option %d", ErrInvalidOption, i)
@@ -70,27 +115,38 @@ func New(l middleware.Limiter, opts ...Option) (*Interceptor, error) {
 		c.key = PeerHost()
 	}
 	ic := &Interceptor{
-		rules:    append([]rule{{lim: l, key: c.key}}, c.extra...),
-		exempt:   c.exempt,
-		cost:     c.cost,
-		failOpen: c.failOpen,
-		shadow:   c.shadow,
-		observe:  c.observe,
+		caps:    c.caps,
+		key:     c.key,
+		exempt:  c.exempt,
+		cost:    c.cost,
+		resolve: c.resolve,
+		onError: c.onError,
+		observe: c.observe,
+		limits:  verdict.Limits{Shadow: c.shadow, FailOpen: c.failOpen, Refunds: len(c.caps) > 0},
 
 		maxPushback: c.maxPushback(),
+	}
+	if l != nil {
+		ic.rules = append([]rule{{lim: l, key: c.key}}, c.extra...)
 	}
 	if len(ic.rules) > maxLimiters {
 		return nil, fmt.Errorf("%w: %d limiters, at most %d", ErrInvalidOption, len(ic.rules), maxLimiters)
 	}
 	for i := range ic.rules {
-		ic.rules[i].clocked, _ = ic.rules[i].lim.(verdict.Clocked)
+		ic.rules[i].rule = verdict.NewRule(ic.rules[i].lim)
+		ic.shared = append(ic.shared, ic.rules[i].rule)
+		if _, ok := ic.rules[i].lim.(middleware.Refunder); !ok && len(c.caps) > 0 {
+			return nil, fmt.Errorf("%w: WithInFlight (a call a cap refuses is refunded): limiter %d (policy %q) has no Refund method",
+				ErrInvalidOption, i, ic.rules[i].lim.Policy().Name())
+		}
+	}
+	for _, cr := range c.caps {
+		ic.limits.Caps = append(ic.limits.Caps, cr.f)
 	}
 	if len(c.methods) > 0 {
 		ic.methods = make(map[string]rule, len(c.methods))
 		for m, l := range c.methods {
-			r := rule{lim: l, key: c.key}
-			r.clocked, _ = r.lim.(verdict.Clocked)
-			ic.methods[m] = r
+			ic.methods[m] = rule{lim: l, key: c.key, rule: verdict.NewRule(l)}
 		}
 	}
 	w := c.headers
@@ -112,175 +168,223 @@ func (ic *Interceptor) Unary() grpc.UnaryServerInterceptor { return ic.unary }
 // Stream returns the interceptor for streaming methods, for
 // grpc.StreamInterceptor or grpc.ChainStreamInterceptor. A stream is
 // decided once, when it opens, at the cost WithCost gives it: its
-// messages are not counted.
+// messages are not counted. A cap's slot (WithInFlight) is held until
+// the stream ends.
 func (ic *Interceptor) Stream() grpc.StreamServerInterceptor { return ic.stream }
 
+// unary takes a unary call through its life, as the HTTP middleware
+// takes a request: identify, admit (verdict.Life.Admit, shared with it),
+// answer a refusal or failure, describe (the metadata, set when the
+// handler sends its header or returns), serve, settle (slots given back).
 func (ic *Interceptor) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if ic.exempt != nil && ic.exempt(ctx, info.FullMethod) {
 		return handler(ctx, req)
 	}
-	st, err := ic.decide(ctx, info.FullMethod, nil)
-	if err != nil {
+	var l verdict.Life
+	if err := ic.identify(ctx, info.FullMethod, &l); err != nil {
 		return nil, err
 	}
-	if st == nil {
-		return handler(ctx, req)
+	l.Admit(&ic.limits)
+	if err := ic.answer(ctx, info.FullMethod, nil, &l); err != nil {
+		return nil, err
 	}
-	resp, err := handler(st, req)
-	st.flush()
+	hctx := ctx
+	st := ic.describe(ctx, nil, &l)
+	if st != nil {
+		hctx = st
+	}
+	if l.Held.Len() > 0 {
+		defer l.Release()
+	}
+	resp, err := handler(hctx, req)
+	if st != nil {
+		st.flush()
+	}
 	return resp, err
 }
 
+// stream takes a streaming call through its life, as unary does; the
+// call's slots are held until the handler returns: the stream has ended.
 func (ic *Interceptor) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx := ss.Context()
 	if ic.exempt != nil && ic.exempt(ctx, info.FullMethod) {
 		return handler(srv, ss)
 	}
-	st, err := ic.decide(ctx, info.FullMethod, ss)
-	if err != nil {
+	var l verdict.Life
+	if err := ic.identify(ctx, info.FullMethod, &l); err != nil {
 		return err
 	}
+	l.Admit(&ic.limits)
+	if err := ic.answer(ctx, info.FullMethod, ss, &l); err != nil {
+		return err
+	}
+	if l.Held.Len() > 0 {
+		defer l.Release()
+	}
+	st := ic.describe(ctx, ss, &l)
 	if st == nil {
 		return handler(srv, ss)
 	}
-	err = handler(srv, st.wrapped)
+	err := handler(srv, st.wrapped)
 	st.flush()
 	return err
 }
 
-// decide resolves every key first, so that a call whose identity is
-// incomplete charges nothing, then asks limiter by limiter up to the first
-// refusal, enforced or shadow, as the HTTP middleware does. It returns
-// the error to answer the call with, or the state this interceptor made
-// for the call, which it hands the handler and flushes; nil when there is
-// nothing to flush: nothing was decided (fail-open), or an interceptor
-// around this one made the state and this one's decisions joined it. ss
-// is the call's stream, nil for a unary call.
-func (ic *Interceptor) decide(ctx context.Context, method string, ss grpc.ServerStream) (*state, error) {
-	var (
-		keys [maxLimiters]string
-		req  *http.Request // the observer's stand-in, made on first use
-	)
-	first := ic.rules[0]
-	if r, ok := ic.methods[method]; ok {
-		first = r
-	}
-	rule := func(i int) *rule {
-		if i == 0 {
-			return &first
+// identify resolves every key of the call, the rules' then the caps',
+// its cost and the limiter of its first rule (WithMethods', then
+// WithResolver's); an error is the call's answer: a key that could not
+// be resolved, a resolver's limiter that cannot be asked.
+func (ic *Interceptor) identify(ctx context.Context, method string, l *verdict.Life) error {
+	l.Ctx = ctx
+	var first rule
+	byMethod := false
+	if len(ic.rules) > 0 {
+		first = ic.rules[0]
+		if r, ok := ic.methods[method]; ok {
+			first, byMethod = r, true
 		}
-		return &ic.rules[i]
 	}
 	for i := range ic.rules {
-		k, err := rule(i).key(ctx, method)
+		r := &ic.rules[i]
+		if i == 0 {
+			r = &first
+		}
+		k, err := r.key(ctx, method)
 		if err == nil && k == "" {
 			err = errEmptyKey
 		}
 		if err != nil {
-			return nil, ic.keyFailed(ctx, method, &req, rule(i).lim, err)
+			return ic.keyFailed(ctx, method, r.lim.Policy(), err)
 		}
-		keys[i] = k
+		l.Keys[i] = k
 	}
-	cost := int64(1)
+	l.Rules = ic.shared
+	if byMethod {
+		l.First = first.rule
+	}
+	own := "" // the interceptor's key, resolved once for the caps that have none
+	for i, cr := range ic.caps {
+		var (
+			k   string
+			err error
+		)
+		switch {
+		case cr.key != nil:
+			k, err = cr.key(ctx, method)
+		case len(l.Rules) > 0:
+			k = l.Keys[0]
+		case own != "":
+			k = own
+		default:
+			k, err = ic.key(ctx, method)
+			own = k
+		}
+		if err == nil && k == "" {
+			err = errEmptyKey
+		}
+		if err != nil {
+			return ic.keyFailed(ctx, method, cr.f.Policy(), err)
+		}
+		l.CapKeys[i] = k
+	}
+	l.Cost = 1
 	if ic.cost != nil {
-		cost = ic.cost(ctx, method)
+		l.Cost = ic.cost(ctx, method)
 	}
-	outer := stateFrom(ctx)
-	var (
-		best     limiter.Decision
-		decided  bool
-		applied  [maxLimiters]*limiter.Policy // the policies that decided, in order
-		nApplied int
-	)
-	for i := range ic.rules {
-		r := rule(i)
-		d, at, took, err := verdict.Ask(ctx, r.lim, r.clocked, keys[i], cost, ic.observe != nil)
-		outcome := outcomeOf(ctx, d, err, ic.shadow)
-		if err == nil && d.NumWindows() == 0 && d.DecidedAt().IsZero() {
-			// A custom Limiter's decision, built field by field: dated
-			// here, by the limiter's clock when it has one.
-			if at.IsZero() {
-				at = time.Now()
+	if ic.resolve != nil && len(l.Rules) > 0 {
+		if rl := ic.resolve(ctx, method); rl != nil {
+			if err := verdict.Check(rl); err != nil {
+				return ic.resolverFailed(ctx, method, l.Keys[0], first.lim.Policy(), err)
 			}
-			d = limiter.Dated(d, at)
-		}
-		if err == nil && d.Policy == nil {
-			d.Policy = r.lim.Policy()
-		}
-		if ic.observe != nil {
-			ic.observe(middleware.Event{
-				Request: stand(&req, ctx, method), Key: keys[i], Policy: r.lim.Policy(), Outcome: outcome,
-				Decision: d, Err: err, FailOpen: outcome == middleware.Error && ic.failOpen, Duration: took,
-			})
-		}
-		switch outcome {
-		case middleware.Canceled:
-			return nil, status.FromContextError(ctx.Err()).Err()
-		case middleware.Error:
-			if ic.failOpen {
-				continue
-			}
-			return nil, errUnavailable
-		case middleware.Denied:
-			applied[nApplied] = d.Policy
-			nApplied++
-			return nil, ic.deny(ctx, ss, outer, &d, applied[:nApplied])
-		}
-		applied[nApplied] = d.Policy
-		nApplied++
-		if !decided || verdict.More(&d, &best) {
-			best, decided = d, true
-		}
-		if outcome == middleware.ShadowDenied {
-			// Enforcing would have stopped here: no later limiter is
-			// asked or charged (see middleware.WithShadow).
-			break
+			l.First = verdict.NewRule(rl)
 		}
 	}
-	switch {
-	case !decided:
-		return nil, nil
-	case outer != nil:
-		outer.v.Merge(&best)
-		outer.v.Apply(applied[:nApplied])
-		return nil, nil
-	case !ic.mdOnAllow:
-		// Nothing to send on an admission: no state to carry it.
-		return nil, nil
+	if ic.observe != nil {
+		var req *http.Request // the stand-in, made on first use: one per call
+		l.Observe = func(e verdict.Event) {
+			ic.observe(middleware.Event{Request: stand(&req, ctx, method), Key: e.Key, Policy: e.Policy,
+				Outcome: middleware.Outcome(e.Outcome), Decision: e.Decision, Err: e.Err, FailOpen: e.FailOpen, Duration: e.Duration})
+		}
+	}
+	return nil
+}
+
+// answer returns the call's answer when admission stopped it: its
+// client gone (CANCELED, or DEADLINE_EXCEEDED), a limit that could not
+// decide (the error handler's, else UNAVAILABLE), a refusal
+// (RESOURCE_EXHAUSTED); nil for a call to serve.
+func (ic *Interceptor) answer(ctx context.Context, method string, ss grpc.ServerStream, l *verdict.Life) error {
+	switch l.Answer {
+	case verdict.Gone:
+		return status.FromContextError(ctx.Err()).Err()
+	case verdict.Fail:
+		return ic.failed(ctx, method, l.Err, errUnavailable)
+	case verdict.Deny:
+		d := l.Best // a copy: only a refusal moves a Decision to the heap
+		return ic.deny(ctx, ss, stateFrom(ctx), &d, l.Applied[:l.NApplied])
+	}
+	return nil
+}
+
+// failed returns the answer to a call the server could not limit, err
+// saying why: the error handler's (WithErrorHandler), or def.
+func (ic *Interceptor) failed(ctx context.Context, method string, err, def error) error {
+	if ic.onError != nil {
+		if answer := ic.onError(ctx, method, err); answer != nil {
+			return answer
+		}
+	}
+	return def
+}
+
+// describe returns the state whose metadata the handler's call carries:
+// made here by the outermost interceptor that decides, holding the most
+// restrictive decision, the policies that applied and the caps' slots;
+// nil when there is nothing to send, or when an interceptor around this
+// one made the state, which this one's decisions and slots join.
+func (ic *Interceptor) describe(ctx context.Context, ss grpc.ServerStream, l *verdict.Life) *state {
+	if !l.Decided && l.Held.Len() == 0 {
+		return nil
+	}
+	if outer := stateFrom(ctx); outer != nil {
+		outer.join(l)
+		return nil
+	}
+	if !ic.mdOnAllow {
+		return nil
 	}
 	st := newState(ctx, ic, ss)
-	st.v.Set(&best)
-	st.v.Apply(applied[:nApplied])
-	return st, nil
+	st.join(l)
+	return st
 }
 
 // keyFailed reports a key function's failure and returns the call's
 // answer: INVALID_ARGUMENT for a client that cannot be identified,
-// INTERNAL for a key function that is misconfigured or failed otherwise.
-func (ic *Interceptor) keyFailed(ctx context.Context, method string, req **http.Request, lim middleware.Limiter, err error) error {
+// INTERNAL (or the error handler's) for a key function that is
+// misconfigured or failed otherwise.
+func (ic *Interceptor) keyFailed(ctx context.Context, method string, p *limiter.Policy, err error) error {
 	outcome, answer := keyOutcome(err)
 	if ic.observe != nil {
-		ic.observe(middleware.Event{Request: stand(req, ctx, method), Policy: lim.Policy(), Outcome: outcome, Err: err})
+		var req *http.Request
+		ic.observe(middleware.Event{Request: stand(&req, ctx, method), Policy: p, Outcome: outcome, Err: err})
 	}
-	return answer
+	if outcome == middleware.KeyError {
+		return answer
+	}
+	return ic.failed(ctx, method, err, answer)
 }
 
-// outcomeOf names what a decision made of the call. An error with the
-// call's context done is the client's leaving (or its deadline), not a
-// store failure: Canceled.
-func outcomeOf(ctx context.Context, d limiter.Decision, err error, shadow bool) middleware.Outcome {
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return middleware.Canceled
-	case err != nil:
-		return middleware.Error
-	case d.Allowed:
-		return middleware.Allowed
-	case shadow:
-		return middleware.ShadowDenied
-	default:
-		return middleware.Denied
+// resolverFailed answers a call whose resolver (WithResolver) returned a
+// limiter that cannot be asked, a typed nil say: the server's mistake,
+// INTERNAL (or the error handler's), reported as Misconfigured with an
+// error wrapping middleware.ErrMisconfigured, never a panic.
+func (ic *Interceptor) resolverFailed(ctx context.Context, method string, key string, p *limiter.Policy, why error) error {
+	err := fmt.Errorf("%w: WithResolver returned a limiter that cannot be asked: %v", middleware.ErrMisconfigured, why)
+	if ic.observe != nil {
+		var req *http.Request
+		ic.observe(middleware.Event{Request: stand(&req, ctx, method), Key: key, Policy: p, Outcome: middleware.Misconfigured, Err: err})
 	}
+	return ic.failed(ctx, method, err, errInternal)
 }
 
 // stand returns the observer's stand-in request for the call, making it

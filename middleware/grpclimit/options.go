@@ -11,6 +11,7 @@ import (
 
 	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/internal/verdict"
+	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
 
@@ -25,19 +26,23 @@ type config struct {
 	key      KeyFunc
 	extra    []rule
 	methods  map[string]middleware.Limiter
+	caps     []capRule
 	exempt   func(ctx context.Context, fullMethod string) bool
 	cost     func(ctx context.Context, fullMethod string) int64
+	resolve  func(ctx context.Context, fullMethod string) middleware.Limiter
+	onError  func(ctx context.Context, fullMethod string, err error) error
 	failOpen bool
 	shadow   bool
 	observe  middleware.Observer
 	headers  *headers.Writer
 	pushback time.Duration // WithMaxPushback's bound
 	given    given         // the options given, for New to check
+	capsOnly bool          // NewInFlight: no rate
 }
 
 // given records which options were given, so that New can tell a nil
 // argument from an option left out.
-type given uint8
+type given uint16
 
 const (
 	givenKey given = 1 << iota
@@ -47,6 +52,8 @@ const (
 	givenObserver
 	givenHeaders
 	givenMaxPushback
+	givenResolver
+	givenErrorHandler
 )
 
 // The bounds of WithMaxPushback. The default is the longest wait of a
@@ -71,6 +78,8 @@ func (c *config) check() error {
 		{givenCost, c.cost == nil, "WithCost", "cost function"},
 		{givenObserver, c.observe == nil, "WithObserver", "observer"},
 		{givenHeaders, c.headers == nil, "WithHeaders", "writer"},
+		{givenResolver, c.resolve == nil, "WithResolver", "resolver"},
+		{givenErrorHandler, c.onError == nil, "WithErrorHandler", "handler"},
 	}
 	for _, n := range nils {
 		if c.given&n.g != 0 && n.isNil {
@@ -83,6 +92,27 @@ func (c *config) check() error {
 			return fmt.Errorf("%w: WithLimiter (limiter %d): %v", ErrInvalidOption, i+1, verdict.Check(r.lim))
 		case r.key == nil:
 			return fmt.Errorf("%w: WithLimiter (limiter %d, policy %q): key function is nil", ErrInvalidOption, i+1, r.lim.Policy().Name())
+		}
+	}
+	for i, cr := range c.caps {
+		if cr.f == nil {
+			return fmt.Errorf("%w: WithInFlight (cap %d): InFlight is nil", ErrInvalidOption, i)
+		}
+	}
+	if len(c.caps) > maxCaps {
+		return fmt.Errorf("%w: %d in-flight caps (WithInFlight), at most %d", ErrInvalidOption, len(c.caps), maxCaps)
+	}
+	if c.capsOnly {
+		for _, o := range []struct {
+			given bool
+			name  string
+		}{
+			{len(c.extra) > 0, "WithLimiter"}, {c.given&givenMethods != 0, "WithMethods"},
+			{c.given&givenCost != 0, "WithCost"}, {c.given&givenResolver != 0, "WithResolver"},
+		} {
+			if o.given {
+				return fmt.Errorf("%w: %s does not apply to NewInFlight, which applies no rate: use New", ErrInvalidOption, o.name)
+			}
 		}
 	}
 	for _, m := range slices.Sorted(maps.Keys(c.methods)) {
@@ -145,6 +175,55 @@ func WithLimiter(l middleware.Limiter, key KeyFunc) Option {
 // limiter or a key that is not a full method name is an error.
 func WithMethods(m map[string]middleware.Limiter) Option {
 	return func(c *config) { c.methods, c.given = m, c.given|givenMethods }
+}
+
+// WithResolver chooses, per call, the limiter that applies in place of
+// New's (or the one WithMethods gives the method), as the HTTP
+// middleware's WithResolver does per request: plans, typically, looked up
+// from the caller's identity. A nil result means that limiter. For plans
+// over one usage, so that a customer moved to another plan keeps what
+// they used, return limiters of New's limiter's WithLimits
+// (limiter.Limiter.WithLimits: the same limits give the same limiter). A
+// typed nil result (a *limiter.Limiter left nil by a missed map lookup)
+// is the server's mistake: INTERNAL (or the error handler's answer),
+// reported as Misconfigured with an error wrapping
+// middleware.ErrMisconfigured, never a panic. Limiters added with
+// WithLimiter are not resolved.
+func WithResolver(f func(ctx context.Context, fullMethod string) middleware.Limiter) Option {
+	return func(c *config) { c.resolve, c.given = f, c.given|givenResolver }
+}
+
+// WithInFlight caps how many calls run at once per key: at most the
+// InFlight's max for each key that key resolves (nil: the interceptor's
+// key, WithKey's or PeerHost), as middleware.WithInFlight does for HTTP.
+// The rates are asked first, then the caps, in order; a call a cap
+// refuses is answered RESOURCE_EXHAUSTED as a rate's refusal is, with the
+// cap's wait (the time its slots were held on average lately, at least
+// 1s: see limiter.InFlight) in RetryInfo and the pushback, and charges
+// nothing: every rate that admitted it is refunded, so every limiter of
+// the interceptor must be a middleware.Refunder (*limiter.Limiter is):
+// New refuses the option otherwise. An admitted call holds its slot while
+// the handler runs: a unary call until it returns, a stream until it
+// ends, on every path (a return, an error, a panic, a client that
+// cancels), given back exactly once. At most 2 caps per interceptor;
+// chain interceptors for more, or use NewInFlight for a cap without a
+// rate.
+func WithInFlight(f *limiter.InFlight, key KeyFunc) Option {
+	return func(c *config) { c.caps = append(c.caps, capRule{f: f, key: key}) }
+}
+
+// WithErrorHandler replaces the answer to a call the server could not
+// limit: a limiter that could not decide (UNAVAILABLE by default), a key
+// function that is misconfigured or failed for a reason of its own, and a
+// resolver that returned a limiter that cannot be asked (INTERNAL by
+// default), as the HTTP middleware's WithErrorHandler answers them with
+// 500. f's result is the call's answer (a nil result keeps the default);
+// err may carry internal detail (addresses, keys): log it, and never send
+// it to the client. A call whose client left is answered CANCELED (or
+// DEADLINE_EXCEEDED) without f, and one with no key INVALID_ARGUMENT:
+// the client's doing.
+func WithErrorHandler(f func(ctx context.Context, fullMethod string, err error) error) Option {
+	return func(c *config) { c.onError, c.given = f, c.given|givenErrorHandler }
 }
 
 // WithExempt passes the calls for which f reports true straight to the

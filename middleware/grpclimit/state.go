@@ -33,6 +33,8 @@ type state struct {
 	context.Context // the call's context before the first interceptor
 
 	v       verdict.Joined
+	decided bool              // v holds a decision: some rate decided
+	caps    *verdict.CapsList // the caps' slots of the interceptors that hold some, innermost first
 	md      *headers.Writer
 	onAllow bool // md writes something on an admission
 
@@ -97,16 +99,42 @@ func stateFrom(ctx context.Context) *state {
 	return s
 }
 
-// flush sets the metadata of the decision, once: the first call does it,
-// later ones nothing.
+// join adds what admitted a call through one interceptor to the state:
+// its decision, if more restrictive, the policies that applied, and the
+// caps' slots. Only interceptors write it, each before calling the
+// handler it wraps.
+func (s *state) join(l *verdict.Life) {
+	if l.Decided {
+		if s.decided {
+			s.v.Merge(&l.Best)
+		} else {
+			s.v.Set(&l.Best)
+			s.decided = true
+		}
+		s.v.Apply(l.RatesApplied())
+	}
+	if l.Held.Len() > 0 {
+		s.caps = &verdict.CapsList{Prev: s.caps, Caps: l.Held}
+	}
+}
+
+// flush sets the metadata of the decision and of the caps' slots, once:
+// the first call does it, later ones nothing.
 func (s *state) flush() {
 	if !s.onAllow || !s.flushed.CompareAndSwap(false, true) {
 		return
 	}
-	d := s.v.Described()
 	md := make(metadata.MD, 4)
-	s.md.WriteBuffer(&s.hdr, http.Header(md), &d, s.v.Applied()...)
-	_ = s.setHeader(md)
+	if s.decided {
+		d := s.v.Described()
+		s.md.WriteBuffer(&s.hdr, http.Header(md), &d, s.v.Applied()...)
+	}
+	if s.caps != nil {
+		verdict.WriteCaps(s.md, http.Header(md), s.caps)
+	}
+	if len(md) > 0 {
+		_ = s.setHeader(md)
+	}
 }
 
 // setHeader adds md to the call's header metadata, through the stream
