@@ -67,23 +67,8 @@ func (w *Writer) problemBody(d *limiter.Decision, retry int64) []byte {
 	b = append(b, `,"title":`...)
 	b = append(b, w.problem.title...)
 	b = append(b, `,"status":429,"detail":"`...)
+	b = appendRefusal(b, d, retry) // DescribeRefusal's words, which gRPC's refusal uses too
 	inFlight := isCap(d)
-	if inFlight {
-		b = append(b, "concurrency limit of "...)
-		b = strconv.AppendInt(b, sfInteger(d.Limit), 10)
-	} else {
-		b = append(b, "rate limit"...)
-	}
-	if describable(d) {
-		b = append(b, " of "...)
-		b = appendLimit(b, d) // DescribeLimit's words, which gRPC's QuotaFailure uses too
-	}
-	b = append(b, " exceeded; retry in "...)
-	b = strconv.AppendInt(b, retry, 10)
-	b = append(b, " second"...)
-	if retry != 1 {
-		b = append(b, 's')
-	}
 	b = append(b, `","retry_after":`...)
 	b = strconv.AppendInt(b, retry, 10)
 	if d != nil && (d.Window > 0 || inFlight) {

@@ -75,3 +75,35 @@ func matchWindow(d *limiter.Decision, n int) int {
 	}
 	return -1
 }
+
+// DescribeRefusal returns what a refusal d tells the client, retry
+// seconds before it may try again, in the words of the 429 problem body's
+// detail: "rate limit of 1000 per month exceeded; retry in 1424580
+// seconds", "concurrency limit of 5 exceeded; retry in 2 seconds" for an
+// in-flight cap, "rate limit exceeded; retry in 1 second" for a decision
+// with no window to describe. grpclimit's RESOURCE_EXHAUSTED message and
+// QuotaFailure say the same, so that both doors refuse in one text.
+func DescribeRefusal(d *limiter.Decision, retry int64) string {
+	return string(appendRefusal(make([]byte, 0, 80), d, retry))
+}
+
+// appendRefusal appends DescribeRefusal's text to b.
+func appendRefusal(b []byte, d *limiter.Decision, retry int64) []byte {
+	if isCap(d) {
+		b = append(b, "concurrency limit of "...)
+		b = strconv.AppendInt(b, sfInteger(d.Limit), 10)
+	} else {
+		b = append(b, "rate limit"...)
+	}
+	if describable(d) {
+		b = append(b, " of "...)
+		b = appendLimit(b, d)
+	}
+	b = append(b, " exceeded; retry in "...)
+	b = strconv.AppendInt(b, retry, 10)
+	b = append(b, " second"...)
+	if retry != 1 {
+		b = append(b, 's')
+	}
+	return b
+}

@@ -137,10 +137,13 @@ func TestOneTextForBothDoors(t *testing.T) {
 				t.Fatalf("gRPC refusal: %v, want RESOURCE_EXHAUSTED", a.st)
 			}
 			_, qf := details(t, a.st)
-			texts := map[string]string{"HTTP detail": body.Detail, "QuotaFailure": qf.GetViolations()[0].GetDescription()}
+			texts := map[string]string{"HTTP detail": body.Detail, "QuotaFailure": qf.GetViolations()[0].GetDescription(), "status message": a.st.Message()}
 			for door, text := range texts {
 				if got := limitIn(text); got != tt.want {
 					t.Errorf("%s %q names the limit %q, want %q", door, text, got, tt.want)
+				}
+				if text != body.Detail {
+					t.Errorf("%s %q, want the HTTP detail's words, %q", door, text, body.Detail)
 				}
 			}
 		})

@@ -97,23 +97,20 @@ func pushback(secs int64, bound time.Duration) string {
 // denial returns the RESOURCE_EXHAUSTED status of a refusal that lifts in
 // secs seconds: RetryInfo with that delay, and a QuotaFailure that names
 // the policy and its limit, never the key, in the words of the HTTP
-// problem body (headers.DescribeLimit: "per month", "per 1m").
+// problem body's detail (headers.DescribeRefusal: "rate limit of 1000
+// per month exceeded; retry in 30 seconds"), as the status message is.
 func denial(d *limiter.Decision, secs int64) error {
-	wait := strconv.FormatInt(secs, 10)
-	st := status.New(codes.ResourceExhausted, "rate limit exceeded; retry in "+wait+"s")
+	text := headers.DescribeRefusal(d, secs) // the HTTP problem body's detail
+	st := status.New(codes.ResourceExhausted, text)
 	name := "default"
 	if d.Policy != nil {
 		name = d.Policy.Name()
-	}
-	limit := "limit"
-	if per := headers.DescribeLimit(d); per != "" {
-		limit += " of " + per
 	}
 	detailed, err := st.WithDetails(
 		&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)},
 		&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
 			Subject:     "policy:" + name,
-			Description: limit + " exceeded; retry in " + wait + "s",
+			Description: text,
 		}}},
 	)
 	if err != nil {
