@@ -508,6 +508,62 @@ func (s *MemoryStore) Refund(ctx context.Context, req Request, d Decision) error
 	if ok, err := Refundable(d, req.Policy); !ok {
 		return err
 	}
+	s.refund(&req, &d)
+	return nil
+}
+
+// Settle charges actual − req.Cost to the windows current at req.Now, or
+// returns the difference to the windows d charged that are still
+// current. See Settler.
+func (s *MemoryStore) Settle(ctx context.Context, req Request, d Decision, actual int64) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := checkSettle(&req, actual); err != nil {
+		return err
+	}
+	if ok, err := Refundable(d, req.Policy); !ok {
+		return err
+	}
+	switch delta := actual - req.Cost; {
+	case delta < 0:
+		req.Cost = -delta
+		s.refund(&req, &d)
+	case delta > 0:
+		s.charge(&req, delta)
+	}
+	return nil
+}
+
+var _ Settler = (*MemoryStore)(nil)
+
+// charge adds cost to every window of req's policy current at req.Now,
+// whatever its count: a settle is never refused.
+func (s *MemoryStore) charge(req *Request, cost int64) {
+	p := req.Policy
+	h := s.hash(req.Key, p)
+	sh := &s.shards[h&s.mask]
+	var tabs [MaxWindows]*memTable
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := sh.prepare(p, req.Now, &tabs, s.mono)
+	for i := range p.rates {
+		t := tabs[i]
+		if slot, c, found := t.counts.lookup(h); found {
+			t.counts.slots[slot].c = packCount(min(countOf(c)+cost, countMask), p.spans[i])
+			continue
+		}
+		if sh.n >= s.perShard {
+			s.makeRoom(sh, h, now.UnixMilli())
+		}
+		t.counts.set(h, packCount(cost, p.spans[i]))
+		sh.n++
+	}
+}
+
+// refund returns req.Cost to the windows d charged that are still current
+// at req.Now, never below zero.
+func (s *MemoryStore) refund(req *Request, d *Decision) {
 	p := req.Policy
 	h := s.hash(req.Key, p)
 	sh := &s.shards[h&s.mask]
@@ -529,7 +585,6 @@ func (s *MemoryStore) Refund(ctx context.Context, req Request, d Decision) error
 			}
 		}
 	}
-	return nil
 }
 
 // MemoryStats describes a MemoryStore's use of its bound.

@@ -127,6 +127,8 @@ type Policy struct {
 	// inFlight is an in-flight cap's maximum (NewInFlight), which has
 	// no rates; 0 for a policy of rates.
 	inFlight int64
+	// unit is what a cost counts (WithUnit): "" for requests.
+	unit string
 }
 
 // span is a rate's window in milliseconds, and the largest window id whose
@@ -219,7 +221,7 @@ func (p *Policy) WithLimits(limits ...int64) (*Policy, error) {
 		return nil, fmt.Errorf("%w: policy %q has %d rates, given %d limits", ErrInvalidPolicy, p.name, len(p.rates), len(limits))
 	}
 	q := &Policy{name: p.name, rates: append([]Rate(nil), p.rates...), spans: append([]span(nil), p.spans...),
-		id: p.id, tag: p.tag, uid: p.uid}
+		id: p.id, tag: p.tag, uid: p.uid, unit: p.unit}
 	for i, limit := range limits {
 		q.rates[i].Limit = limit
 		if err := q.rates[i].validate(); err != nil {
