@@ -58,6 +58,8 @@ type policyInfo struct {
 	limits  []int64
 	names   []string // "api-1m", "plan-day", in the order of the rates
 	quoted  []string // `"api-1m"`
+	qu      string   // `;qu="content-bytes"` for a policy not of requests (limiter.Policy.Unit), else ""
+	unit    string   // the policy's unit (limiter.Policy.Unit)
 	policy  string   // `"api-1m";q=100;w=60, "api-1s";q=5;w=1`, for a policy with no calendar rate
 
 	cals   []*calendar.Cache // per rate, a calendar rate's windows (else nil); nil for a policy with none
@@ -101,7 +103,10 @@ func newPolicyInfo(p *limiter.Policy) *policyInfo {
 		return &policyInfo{windows: []time.Duration{0}, limits: []int64{m}, names: []string{p.Name()},
 			quoted: []string{q}, policy: capPolicyItem(q, m)}
 	}
-	info := &policyInfo{}
+	info := &policyInfo{unit: p.Unit()}
+	if info.unit != limiter.UnitRequests {
+		info.qu = `;qu="` + info.unit + `"`
+	}
 	periods := map[string]int{} // how many calendar rates of each period
 	for i := range p.NumRates() {
 		if period, _, ok := p.Rate(i).Calendar(); ok {
@@ -146,6 +151,7 @@ func (info *policyInfo) appendPolicy(b []byte, lengths []time.Duration) []byte {
 			b = append(b, ", "...)
 		}
 		b = appendPolicyItem(b, q, info.limits[i], lengths[i])
+		b = append(b, info.qu...)
 	}
 	return b
 }

@@ -54,6 +54,9 @@ type bigBlock struct {
 // the system clock.
 func (w *Writer) Write(h http.Header, d *limiter.Decision, applied ...*limiter.Policy) {
 	w.write(h, d)
+	if w.units {
+		w.writeUnit(h, d)
+	}
 	if d == nil || !w.draft || len(applied) == 0 || len(applied) == 1 && applied[0] == d.Policy {
 		return
 	}
@@ -165,7 +168,7 @@ type Buffer struct {
 // allocation. A denial (its Retry-After), and the draft fields when
 // enabled, are formatted into an allocation of their own as ever.
 func (w *Writer) WriteBuffer(buf *Buffer, h http.Header, d *limiter.Decision, applied ...*limiter.Policy) {
-	if buf == nil || buf.vals[0] != "" || d == nil || !d.Allowed || !w.legacy || w.draft {
+	if buf == nil || buf.vals[0] != "" || d == nil || !d.Allowed || !w.legacy || w.draft || w.units {
 		w.Write(h, d, applied...)
 		return
 	}

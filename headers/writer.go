@@ -14,6 +14,9 @@ type Writer struct {
 	names    Names
 	legacy   bool
 	draft    bool
+	units    bool // WithUnitHeaders
+	lower    bool // Lower's: names in lower case
+	unitSets unitCache
 	problem  *problem
 	policies policyCache
 	ints     intCache
@@ -37,6 +40,7 @@ type config struct {
 	names        Names
 	noLegacy     bool
 	draft        bool
+	units        bool
 	problem      bool
 	problemType  string
 	problemTitle string
@@ -56,6 +60,8 @@ func New(opts ...Option) (*Writer, error) {
 	switch n := c.names; {
 	case !c.draft && (n.RateLimit != "" || n.RateLimitPolicy != ""):
 		return nil, fmt.Errorf("%w: WithNames(%+v) does not apply: it renames the draft fields, which only WithDraftHeaders() sends", ErrInvalidOption, n)
+	case c.noLegacy && c.units:
+		return nil, fmt.Errorf("%w: WithUnitHeaders() does not apply: it sets X-RateLimit-*-<Unit> fields, which WithoutLegacyHeaders() drops", ErrInvalidOption)
 	case c.noLegacy && (n.Limit != "" || n.Remaining != "" || n.Reset != ""):
 		return nil, fmt.Errorf("%w: WithNames(%+v) does not apply: it renames X-RateLimit-* fields, which WithoutLegacyHeaders() drops", ErrInvalidOption, n)
 	}
@@ -63,7 +69,7 @@ func New(opts ...Option) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{names: names, legacy: !c.noLegacy, draft: c.draft}
+	w := &Writer{names: names, legacy: !c.noLegacy, draft: c.draft, units: c.units}
 	if c.problem {
 		if w.problem, err = newProblem(c.problemType, c.problemTitle); err != nil {
 			return nil, err
@@ -88,7 +94,7 @@ func (w *Writer) Lower() *Writer {
 	for _, p := range []*string{&n.Limit, &n.Remaining, &n.Reset, &n.RetryAfter, &n.RateLimit, &n.RateLimitPolicy} {
 		*p = strings.ToLower(*p)
 	}
-	return &Writer{names: n, legacy: w.legacy, draft: w.draft, problem: w.problem}
+	return &Writer{names: n, legacy: w.legacy, draft: w.draft, units: w.units, lower: true, problem: w.problem}
 }
 
 // WithDraftHeaders turns on the fields of the IETF draft

@@ -74,15 +74,25 @@ func (l *Limiter) Settle(ctx context.Context, key string, reserved, actual int64
 	if err := l.check(ctx, key, reserved); err != nil {
 		return err
 	}
-	st, ok := l.store.(Settler)
-	if !ok {
-		return fmt.Errorf("%w: the store (%T) cannot settle a cost: it is no Settler", ErrInvalidOption, l.store)
+	if err := l.CanSettle(); err != nil {
+		return err
 	}
+	st := l.store.(Settler)
 	req := Request{Key: key, Policy: l.policy, Now: l.clock.Now(), Cost: reserved}
 	if err := checkSettle(&req, actual); err != nil {
 		return err
 	}
 	return st.Settle(ctx, req, d, actual)
+}
+
+// CanSettle reports why the limiter cannot settle a cost (a store that
+// is no Settler, wrapping ErrInvalidOption), or nil: for a door that
+// settles to refuse, when it is built, a limiter it could never settle.
+func (l *Limiter) CanSettle() error {
+	if _, ok := l.store.(Settler); !ok {
+		return fmt.Errorf("%w: the store (%T) cannot settle a cost: it is no Settler", ErrInvalidOption, l.store)
+	}
+	return nil
 }
 
 // A Reservation is an admission of a request whose cost is known only

@@ -61,6 +61,12 @@ const (
 	// its slot was given back. Decision is the admission; Duration is
 	// how long the slot was held, by the cap's clock.
 	Released
+	// Settled: a metered limit (WithReported, WithBytes) was settled at
+	// the request's actual cost, Event.Cost, once the handler had
+	// answered. Decision is the admission, at its reservation; Err is
+	// the settle's error, if it failed (a store across a network may
+	// have applied it all the same).
+	Settled
 )
 
 var outcomeNames = [...]string{
@@ -74,6 +80,7 @@ var outcomeNames = [...]string{
 	Refunded:      "refunded",
 	KeyFailed:     "key_failed",
 	Released:      "released",
+	Settled:       "settled",
 }
 
 // String returns the outcome's name in snake case ("shadow_denied"), as
@@ -116,6 +123,10 @@ type Event struct {
 	// KeyError, KeyFailed, Misconfigured and Refunded; for Released, how
 	// long the slot was held.
 	Duration time.Duration
+	// Cost is what the request cost under this limit: the cost asked
+	// (a metered limit's reservation) for a decision or a refund, the
+	// actual cost for Settled; zero otherwise.
+	Cost int64
 }
 
 // An Observer is told of every event, synchronously, on the request's

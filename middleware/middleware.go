@@ -56,9 +56,10 @@ const maxLimiters = verdict.MaxRules
 
 // A rule is one limiter and the key it is applied to.
 type rule struct {
-	lim  Limiter
-	key  keyfunc.Func
-	rule verdict.Rule // lim, as the shared admission asks it
+	lim     Limiter
+	key     keyfunc.Func
+	rule    verdict.Rule                // lim, as the shared admission asks it
+	reserve func(r *http.Request) int64 // a reported rule's reservation (WithReported); nil: 1
 }
 
 // A handler is the middleware wrapped around one next handler. Everything
@@ -141,11 +142,22 @@ func build(l Limiter, opts []Option) (func(http.Handler) http.Handler, error) {
 		c.limits.Caps = append(c.limits.Caps, cr.f)
 	}
 	for i := range c.rules {
+		m := c.rules[i].rule.Meter // WithReported's, WithBytes'
 		c.rules[i].rule = verdict.NewRule(c.rules[i].lim)
+		if m != verdict.Fixed {
+			if err := c.meter(i, m); err != nil {
+				return nil, err
+			}
+		}
 		c.shared = append(c.shared, c.rules[i].rule)
-		if _, ok := c.rules[i].lim.(Refunder); !ok && c.limits.Refunds {
+	}
+	for i := range c.rules {
+		if _, ok := c.rules[i].lim.(Refunder); !ok && (c.limits.Refunds || c.limits.Settles) {
 			why := "WithCountIf"
-			if c.countIf == nil {
+			switch {
+			case c.limits.Settles:
+				why = "WithReported or WithBytes (a request any limit refuses is charged by none)"
+			case c.countIf == nil:
 				why = "WithInFlight (a request a cap refuses is refunded)"
 			}
 			return nil, fmt.Errorf("%w: %s: limiter %d (policy %q) has no Refund method", ErrInvalidOption, why, i, c.rules[i].lim.Policy().Name())
@@ -225,7 +237,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r, rec := h.describe(w, r, &l)
-	if l.Held.Len() == 0 && (!l.Decided || c.countIf == nil) {
+	if l.Held.Len() == 0 && (!l.Decided || c.countIf == nil) && l.Charged.N == 0 {
 		h.next.ServeHTTP(w, r) // nothing to settle
 		return
 	}
@@ -277,10 +289,16 @@ func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Li
 		}
 		l.CapKeys[i] = k
 	}
-	l.Cost = 1
+	cost := int64(1)
 	if c.cost != nil {
-		l.Cost = c.cost(r)
+		cost = c.cost(r)
 	}
+	l.Price(cost, func(i int) (int64, bool) {
+		if f := c.rules[i].reserve; f != nil {
+			return f(r), true
+		}
+		return 0, false
+	})
 	if c.resolve != nil && len(l.Rules) > 0 {
 		if rl := c.resolve(r); rl != nil {
 			if err := verdict.Check(rl); err != nil {
@@ -293,7 +311,7 @@ func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Li
 	if c.observe != nil {
 		l.Observe = func(e verdict.Event) {
 			c.observe(Event{Request: r, Key: e.Key, Policy: e.Policy, Outcome: Outcome(e.Outcome),
-				Decision: e.Decision, Err: e.Err, FailOpen: e.FailOpen, Duration: e.Duration})
+				Decision: e.Decision, Err: e.Err, FailOpen: e.FailOpen, Duration: e.Duration, Cost: e.Cost})
 		}
 	}
 	return true
@@ -347,7 +365,11 @@ func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Li
 	st.merge(&l.Best) // a no-op on a state made here, with Best
 	st.apply(l.RatesApplied())
 	hd := st.described()
-	c.headers.WriteBuffer(&st.hdr, w.Header(), &hd, st.applied()...)
+	if c.limits.Settles && l.Charged.N > 1 {
+		writeAll(c.headers, w.Header(), hd, l, st.applied())
+	} else {
+		c.headers.WriteBuffer(&st.hdr, w.Header(), &hd, st.applied()...)
+	}
 	if l.Held.Len() > 0 {
 		held := spare
 		if held == nil {
@@ -361,12 +383,43 @@ func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Li
 	return r, rec
 }
 
+// writeAll writes the headers of a request limits of several units
+// admitted: each unit's set (headers.WithUnitHeaders) and the draft
+// RateLimit describe every decision, best, the most restrictive of all,
+// first. best and the others are copies, so that only such a request
+// moves decisions to the heap.
+func writeAll(hw *headers.Writer, h http.Header, best limiter.Decision, l *verdict.Life, applied []*limiter.Policy) {
+	var (
+		all [maxLimiters]limiter.Decision // copies: the life stays on its door's stack
+		ds  [maxLimiters + 1]*limiter.Decision
+	)
+	ds[0] = &best
+	for i := range l.Charged.N {
+		all[i] = l.Charged.D[i]
+		ds[i+1] = &all[i]
+	}
+	hw.WriteAll(h, ds[:l.Charged.N+1], applied...)
+}
+
 // serve calls the handler, and settles the request's life once it has
 // returned, by any path: a return, a panic, a client that left (the
 // handler returns when it notices), a streamed response once it ends.
+// A request with metered limits to settle (WithReported, WithBytes) gets
+// the meter its handler reports to (Report) in its context, and a
+// ResponseWriter that counts the bytes it sends.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, rec *statusRecorder, l *verdict.Life) {
-	counted := l.Decided && h.cfg.countIf != nil
-	if counted {
+	c := h.cfg
+	counted := l.Decided && c.countIf != nil
+	var m *verdict.Tally
+	if l.Charged.N > 0 && c.limits.Settles {
+		var mr *meteredRequest
+		mr, r = newMeteredRequest(r, c.limits.Reported)
+		m = &mr.tally
+		if rec == nil && c.limits.Bytes {
+			rec = &mr.rec
+		}
+	}
+	if counted || m != nil && c.limits.Bytes {
 		if outer, ok := w.(*statusRecorder); ok {
 			// One recorder per request suffices: an inner middleware
 			// that counts by status reads the one an outer middleware
@@ -381,20 +434,31 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rec *statusRecor
 		}
 	}
 	returned := false
-	defer func() { h.settle(rec, l, counted, returned) }()
+	defer func() { h.settle(rec, m, l, counted, returned) }()
 	h.next.ServeHTTP(w, r)
 	returned = true
 }
 
 // settle ends the request's life: a charge whose response does not count
-// (WithCountIf) is returned, and every slot held given back. A handler
-// that panicked (returned false), or hijacked the connection, stays
-// charged: its answer is unknown; its slots go back all the same.
-func (h *handler) settle(rec *statusRecorder, l *verdict.Life, counted, returned bool) {
+// (WithCountIf) is returned; every metered limit is settled at what the
+// handler reported (at its reservation if it reported nothing) or at the
+// bytes the response sent; every slot held is given back. A handler that
+// panicked (returned false), or hijacked the connection, stays charged
+// by status: its answer is unknown; it is settled and its slots go back
+// all the same.
+func (h *handler) settle(rec *statusRecorder, m *verdict.Tally, l *verdict.Life, counted, returned bool) {
 	if counted && returned {
 		if status, known := rec.final(); known && !h.cfg.countIf(status) {
 			l.Refund()
 		}
+	}
+	if m != nil {
+		l.Settle(func(meter verdict.Meter, unit string, reserved int64) int64 {
+			if meter == verdict.Bytes {
+				return rec.bytes
+			}
+			return m.Cost(unit, reserved)
+		})
 	}
 	l.Release()
 }

@@ -318,6 +318,7 @@ func TestOutcomesAreTheSharedOnes(t *testing.T) {
 		{middleware.KeyError, verdict.KeyError}, {middleware.Misconfigured, verdict.Misconfigured},
 		{middleware.Canceled, verdict.Canceled}, {middleware.Refunded, verdict.Refunded},
 		{middleware.KeyFailed, verdict.KeyFailed}, {middleware.Released, verdict.Released},
+		{middleware.Settled, verdict.Settled},
 	} {
 		if middleware.Outcome(tt.shared) != tt.door {
 			t.Errorf("verdict's %d is middleware's %v, want %v", tt.shared, middleware.Outcome(tt.shared), tt.door)

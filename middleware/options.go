@@ -86,7 +86,7 @@ func (c *config) check() error {
 		switch {
 		case verdict.Check(r.lim) != nil:
 			return fmt.Errorf("%w: WithLimiter (limiter %d): %v", ErrInvalidOption, i+1, verdict.Check(r.lim))
-		case r.key == nil:
+		case r.key == nil && r.rule.Meter == verdict.Fixed:
 			return fmt.Errorf("%w: WithLimiter (limiter %d, policy %q): key function is nil", ErrInvalidOption, i+1, r.lim.Policy().Name())
 		}
 	}
@@ -103,7 +103,7 @@ func (c *config) check() error {
 			given bool
 			name  string
 		}{
-			{len(c.extra) > 0, "WithLimiter"}, {c.given&givenCost != 0, "WithCost"},
+			{len(c.extra) > 0, optionOf(c.extra)}, {c.given&givenCost != 0, "WithCost"},
 			{c.given&givenResolver != 0, "WithResolver"}, {c.given&givenCountIf != 0, "WithCountIf"},
 		} {
 			if o.given {
@@ -189,6 +189,48 @@ func WithLimiter(l Limiter, key keyfunc.Func) Option {
 // back.
 func WithInFlight(f *limiter.InFlight, key keyfunc.Func) Option {
 	return func(c *config) { c.caps = append(c.caps, capRule{f: f, key: key}) }
+}
+
+// WithReported adds a limit whose cost is known only once the request has
+// been served, and reported by the handler: the tokens of a model's
+// answer, say. The request is admitted against a reservation, reserve(r)
+// (nil: 1; an estimate from the request, such as a max_tokens), charged
+// at once so that concurrent requests cannot pass the limit, and settled
+// once the handler has returned (or panicked, or its client left) at the
+// cost the handler reported with Report(ctx, unit, cost), unit being l's
+// policy's (limiter.Policy.WithUnit: "acme-tokens"), or at its
+// reservation if it reported none: the difference is charged, possibly
+// past the limit, into debt, or returned (limiter.Settler says where).
+// key is the limit's key function (nil: the middleware's). l must be able
+// to settle (*limiter.Limiter on a store that is a limiter.Settler).
+//
+// A middleware with a metered limit (WithReported, WithBytes) charges a
+// request all or nothing: a request any of its limits refuses is charged
+// by none, the rates before the refusal refunded. At most 4 limiters in
+// all, New's included; WithCost concerns the others (New's and
+// WithLimiter's). The observer sees each settle as a Settled event, its
+// Cost the actual cost.
+func WithReported(l Limiter, key keyfunc.Func, reserve func(r *http.Request) int64) Option {
+	return func(c *config) {
+		c.extra = append(c.extra, rule{lim: l, key: key, reserve: reserve, rule: verdict.Rule{Meter: verdict.Reported}})
+	}
+}
+
+// WithBytes adds a limit on the bytes of content the responses send, a
+// download's say, known only once the response has ended: the request is
+// admitted against a reservation of 1 byte and settled, once the handler
+// has returned (or panicked, or its client left, at what was sent), at
+// the bytes it wrote, streamed and flushed responses included, as
+// WithReported settles. l's policy must count content-bytes
+// (limiter.Policy.WithUnit(limiter.UnitContentBytes)), which the draft
+// RateLimit-Policy field says (qu="content-bytes"). key is the limit's
+// key function (nil: the middleware's). The handler gets a
+// ResponseWriter that counts what it writes and keeps the optional
+// interfaces (see WithCountIf).
+func WithBytes(l Limiter, key keyfunc.Func) Option {
+	return func(c *config) {
+		c.extra = append(c.extra, rule{lim: l, key: key, rule: verdict.Rule{Meter: verdict.Bytes}})
+	}
 }
 
 // WithCost sets the cost of each request (default 1), for endpoints that
@@ -329,4 +371,13 @@ func WithCountIf(count func(status int) bool) Option {
 // problem+json.
 func WithHeaders(w *headers.Writer) Option {
 	return func(c *config) { c.headers, c.given = w, c.given|givenHeaders }
+}
+
+// optionOf names the option that added the first of extra: WithLimiter,
+// WithReported or WithBytes.
+func optionOf(extra []rule) string {
+	if len(extra) == 0 {
+		return ""
+	}
+	return verdict.OptionOf(extra[0].rule.Meter)
 }

@@ -7,16 +7,18 @@ import (
 	"net/http"
 )
 
-// A statusRecorder is the ResponseWriter WithCountIf hands the handler: it
-// notes the status of the response and passes everything on. It keeps the
+// A statusRecorder is the ResponseWriter WithCountIf and WithBytes hand
+// the handler: it notes the status of the response and the bytes of its
+// content and passes everything on. It keeps the
 // optional interfaces a server's ResponseWriter has (http.Flusher,
 // http.Hijacker, io.ReaderFrom, http.Pusher) and unwraps for
 // http.ResponseController, which finds the rest (deadlines, full duplex)
 // on the writer it wraps.
 type statusRecorder struct {
 	http.ResponseWriter
-	status   int  // the final status, 0 until one is written
-	hijacked bool // the handler took the connection: the status is unknown
+	status   int   // the final status, 0 until one is written
+	hijacked bool  // the handler took the connection: the status is unknown
+	bytes    int64 // the bytes of content written (WithBytes): what the wrapped writer took
 }
 
 var (
@@ -42,7 +44,9 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
 }
 
 // ReadFrom keeps the wrapped writer's io.ReaderFrom (sendfile) in reach.
@@ -50,7 +54,9 @@ func (w *statusRecorder) ReadFrom(r io.Reader) (int64, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return io.Copy(w.ResponseWriter, r)
+	n, err := io.Copy(w.ResponseWriter, r)
+	w.bytes += n
+	return n, err
 }
 
 // Flush sends what is buffered, committing a 200 if nothing was written.

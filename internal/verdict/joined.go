@@ -3,6 +3,7 @@ package verdict
 import (
 	"slices"
 
+	"github.com/fixedwindow/ratelimit/internal/rank"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -46,7 +47,7 @@ func (j *Joined) Set(d *limiter.Decision) { j.best = *d }
 // Merge makes d the decision the answer describes if it is more
 // restrictive than the one it describes now.
 func (j *Joined) Merge(d *limiter.Decision) {
-	if !More(d, &j.best) {
+	if !rank.More(d, &j.best) {
 		return
 	}
 	if j.more == bestAlone && d.Policy != j.best.Policy {

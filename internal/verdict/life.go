@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/rank"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -24,6 +25,7 @@ const (
 	Refunded
 	KeyFailed
 	Released
+	Settled
 )
 
 // An Event is what a door's observer is told of one limit, the door
@@ -36,6 +38,7 @@ type Event struct {
 	Err      error
 	FailOpen bool
 	Duration time.Duration
+	Cost     int64
 }
 
 // The most rates and caps one door applies to a request.
@@ -55,11 +58,37 @@ type Refunder interface {
 	Refund(ctx context.Context, key string, cost int64, d limiter.Decision) error
 }
 
+// A Settler settles an admission at its actual cost, as
+// *limiter.Limiter does (limiter.Limiter.Settle).
+type Settler interface {
+	Settle(ctx context.Context, key string, reserved, actual int64, d limiter.Decision) error
+}
+
+// A Meter says when a rule's cost is known.
+type Meter uint8
+
+const (
+	// Fixed: at admission (the door's cost, or 1), and never settled.
+	Fixed Meter = iota
+	// Reported: by the handler, once it has served the request
+	// (middleware.Report); the rule admits at a reservation and settles
+	// at the cost reported, or at the reservation if none was.
+	Reported
+	// Bytes: the bytes of content the response sent, counted by the door
+	// and settled once the response has ended.
+	Bytes
+)
+
 // A Rule is one rate a request is decided by: its limiter and, when the
-// limiter decides by a clock of its own, the same value as Clocked.
+// limiter decides by a clock of its own, the same value as Clocked; how
+// its cost is known (Meter), and, for a metered rule, the limiter as a
+// Settler and the unit its policy counts in.
 type Rule struct {
 	Lim     RuleLimiter
 	Clocked Clocked
+	Meter   Meter
+	Settler Settler
+	Unit    string
 }
 
 // NewRule returns the rule of l.
@@ -75,6 +104,15 @@ type Limits struct {
 	Shadow   bool // decide and count, never refuse
 	FailOpen bool // a limit that cannot decide lets the request through
 	Refunds  bool // keep each charge: a charge may be returned (a status that does not count, a cap's refusal)
+	// Settles: some rule is metered (its cost known after the request).
+	// Each charge is kept, and a request any rate refuses (or that
+	// fails, or whose caller left, before it is served) is charged by
+	// none: the charges of the rates before it are returned.
+	Settles bool
+	// Reported are the units the door's handlers report costs in, each
+	// once; Bytes, whether a rule counts the bytes responses send.
+	Reported []string
+	Bytes    bool
 }
 
 // An Answer says how the door answers a request once its limits have
@@ -100,8 +138,10 @@ const (
 // Applied, for the headers). It lives on the door's stack, one per
 // request, and is not safe for concurrent use.
 type Life struct {
-	Ctx  context.Context
-	Cost int64
+	Ctx context.Context
+	// Costs are what each rule charges at admission: the door's cost,
+	// or a metered rule's reservation.
+	Costs [MaxRules]int64
 	// Rules are the door's rates, in order; First, when set, stands for
 	// Rules[0] for this request (a resolver's limiter).
 	Rules   []Rule
@@ -210,7 +250,7 @@ func (l *Life) admitRates(lim *Limits) bool {
 	timed := l.Observe != nil
 	for i := range l.Rules {
 		r := l.rule(i)
-		d, at, took, err := Ask(l.Ctx, r.Lim, r.Clocked, l.Keys[i], l.Cost, timed)
+		d, at, took, err := Ask(l.Ctx, r.Lim, r.Clocked, l.Keys[i], l.Costs[i], timed)
 		outcome := outcomeOf(l.Ctx, &d, err, lim.Shadow)
 		if err == nil && d.NumWindows() == 0 && d.DecidedAt().IsZero() {
 			// A custom Limiter's decision, built field by field: dated
@@ -225,7 +265,10 @@ func (l *Life) admitRates(lim *Limits) bool {
 			d.Policy = r.Lim.Policy()
 		}
 		l.observe(Event{Key: l.Keys[i], Policy: r.Lim.Policy(), Outcome: outcome, Decision: d, Err: err,
-			FailOpen: outcome == Error && lim.FailOpen, Duration: took})
+			FailOpen: outcome == Error && lim.FailOpen, Duration: took, Cost: l.Costs[i]})
+		if lim.Settles && (outcome == Canceled || outcome == Denied || outcome == Error && !lim.FailOpen) {
+			l.Refund() // a request any unit refuses, or no door serves, is charged by none
+		}
 		switch outcome {
 		case Canceled:
 			l.Answer = Gone
@@ -242,7 +285,7 @@ func (l *Life) admitRates(lim *Limits) bool {
 			return false
 		}
 		l.apply(d.Policy)
-		if !l.Decided || More(&d, &l.Best) {
+		if !l.Decided || rank.More(&d, &l.Best) {
 			l.Best, l.Decided = d, true
 		}
 		if outcome == ShadowDenied {
@@ -254,7 +297,7 @@ func (l *Life) admitRates(lim *Limits) bool {
 			l.Stopped = true
 			break
 		}
-		if lim.Refunds {
+		if lim.Refunds || lim.Settles {
 			c := &l.Charged
 			c.Rule[c.N], c.D[c.N] = i, d
 			c.N++
@@ -337,11 +380,36 @@ func (l *Life) Refund() {
 		key := l.Keys[c.Rule[i]]
 		var err error
 		if ref, ok := r.Lim.(Refunder); ok {
-			err = ref.Refund(ctx, key, l.Cost, c.D[i])
+			err = ref.Refund(ctx, key, l.Costs[c.Rule[i]], c.D[i])
 		} else {
 			err = ErrCannotRefund
 		}
-		l.observe(Event{Key: key, Policy: r.Lim.Policy(), Outcome: Refunded, Decision: c.D[i], Err: err})
+		l.observe(Event{Key: key, Policy: r.Lim.Policy(), Outcome: Refunded, Decision: c.D[i], Err: err, Cost: l.Costs[c.Rule[i]]})
+	}
+	c.N = 0
+}
+
+// Settle settles every metered rule's charge at its actual cost, once,
+// and tells the observer of each (Settled, with the settle's error if it
+// failed: a store across a network may have applied it all the same);
+// the charges are then forgotten. actual returns a rule's actual cost:
+// what the handler reported, the bytes the response sent, or the
+// reservation for a rule whose handler reported nothing. Like Refund it
+// runs once the door has answered: the caller may be gone.
+func (l *Life) Settle(actual func(m Meter, unit string, reserved int64) int64) {
+	ctx := context.WithoutCancel(l.Ctx)
+	c := &l.Charged
+	for i := range c.N {
+		r := l.rule(c.Rule[i])
+		if r.Meter == Fixed {
+			continue
+		}
+		key, reserved := l.Keys[c.Rule[i]], l.Costs[c.Rule[i]]
+		cost := actual(r.Meter, r.Unit, reserved)
+		err := r.Settler.Settle(ctx, key, reserved, cost, c.D[i])
+		if l.Observe != nil {
+			l.observe(Event{Key: key, Policy: r.Lim.Policy(), Outcome: Settled, Decision: c.D[i], Err: err, Cost: cost})
+		}
 	}
 	c.N = 0
 }

@@ -108,7 +108,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: c.namespace,
 			Name:      "decisions_total",
-			Help:      "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).",
+			Help:      "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released, settled).",
 		}, []string{"policy", "outcome"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: c.namespace,

@@ -100,7 +100,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	send(broken, "192.0.2.10:2")
 
 	want := `
-# HELP ratelimit_decisions_total Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).
+# HELP ratelimit_decisions_total Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released, settled).
 # TYPE ratelimit_decisions_total counter
 ratelimit_decisions_total{outcome="allowed",policy="api"} 3
 ratelimit_decisions_total{outcome="allowed",policy="cache"} 0
@@ -328,7 +328,7 @@ func TestManyPoliciesAreCountedPastTheCache(t *testing.T) {
 	}
 	m.Observe(middleware.Event{Outcome: middleware.Denied}) // no policy
 	want := `
-# HELP ratelimit_decisions_total Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).
+# HELP ratelimit_decisions_total Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released, settled).
 # TYPE ratelimit_decisions_total counter
 ratelimit_decisions_total{outcome="allowed",policy="p0"} 200
 ratelimit_decisions_total{outcome="allowed",policy="p1"} 200

@@ -114,7 +114,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	var errs [5]error
 	m.decisions, errs[0] = meter.Int64Counter("ratelimit.decisions",
 		metric.WithUnit("{decision}"),
-		metric.WithDescription("Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released)."))
+		metric.WithDescription("Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released, settled)."))
 	m.errors, errs[1] = meter.Int64Counter("ratelimit.store.errors",
 		metric.WithUnit("{error}"),
 		metric.WithDescription("Decisions the limiter could not make, by policy and reason."))

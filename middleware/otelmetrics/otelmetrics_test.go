@@ -156,7 +156,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	got := f.collect(t)
 	metricdatatest.AssertEqual(t, metricdata.Metrics{
 		Name:        "ratelimit.decisions",
-		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).",
+		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released, settled).",
 		Unit:        "{decision}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -313,7 +313,7 @@ func TestNoEventWithoutRecordingSpan(t *testing.T) {
 	}
 	metricdatatest.AssertEqual(t, metricdata.Metrics{
 		Name:        "ratelimit.decisions",
-		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).",
+		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released, settled).",
 		Unit:        "{decision}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -390,7 +390,7 @@ func TestManyPoliciesAndReasonsPastTheCache(t *testing.T) {
 	got := f.collect(t)
 	metricdatatest.AssertEqual(t, metricdata.Metrics{
 		Name:        "ratelimit.decisions",
-		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).",
+		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released, settled).",
 		Unit:        "{decision}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -421,7 +421,7 @@ func TestUnknownOutcome(t *testing.T) {
 	got := f.collect(t)
 	metricdatatest.AssertEqual(t, metricdata.Metrics{
 		Name:        "ratelimit.decisions",
-		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).",
+		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released, settled).",
 		Unit:        "{decision}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -478,7 +478,7 @@ func TestInFlightCounter(t *testing.T) {
 	}
 	metricdatatest.AssertEqual(t, metricdata.Metrics{
 		Name:        "ratelimit.decisions",
-		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released).",
+		Description: "Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released, settled).",
 		Unit:        "{decision}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

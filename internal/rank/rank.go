@@ -1,4 +1,7 @@
-package verdict
+// Package rank orders decisions by what they tell a client: the most
+// restrictive of a response's decisions is the one its headers describe
+// (internal/verdict), and the one each unit's set describes (headers).
+package rank
 
 import "github.com/fixedwindow/ratelimit/limiter"
 

@@ -1,0 +1,84 @@
+package verdict
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// Metered makes r, a rule of a door's metered option (WithReported or
+// WithBytes, as OptionOf names it), metered by m: its limiter must settle
+// (a *limiter.Limiter on a store that is a limiter.Settler, or a limiter
+// of a Settle method of its own), a Bytes rule count content-bytes, a
+// Reported one a unit of its own for its handler to report in. The error
+// says which, for the door to wrap in its ErrInvalidOption.
+func Metered(r *Rule, m Meter) error {
+	p, option := r.Lim.Policy(), OptionOf(m)
+	s, ok := r.Lim.(Settler)
+	if l, isLimiter := r.Lim.(*limiter.Limiter); isLimiter {
+		if err := l.CanSettle(); err != nil {
+			return fmt.Errorf("%s (policy %q): %w", option, p.Name(), err)
+		}
+	}
+	if !ok {
+		return fmt.Errorf("%s (policy %q): the limiter (%T) cannot settle a cost: it has no Settle method", option, p.Name(), r.Lim)
+	}
+	unit := p.Unit()
+	switch {
+	case m == Bytes && unit != limiter.UnitContentBytes:
+		return fmt.Errorf("%s (policy %q): the policy counts %s, not %s: make it with Policy.WithUnit(limiter.UnitContentBytes)", option, p.Name(), unit, limiter.UnitContentBytes)
+	case m == Reported && (unit == limiter.UnitRequests || unit == limiter.UnitContentBytes):
+		return fmt.Errorf("%s (policy %q): the policy counts %s: give it the unit its handler reports in, with Policy.WithUnit (\"acme-tokens\"); bytes are counted by WithBytes", option, p.Name(), unit)
+	}
+	r.Meter, r.Settler, r.Unit = m, s, unit
+	return nil
+}
+
+// OptionOf names the doors' option that adds a rule metered by m:
+// WithLimiter (Fixed), WithReported or WithBytes.
+func OptionOf(m Meter) string {
+	switch m {
+	case Reported:
+		return "WithReported"
+	case Bytes:
+		return "WithBytes"
+	}
+	return "WithLimiter"
+}
+
+// Meter makes r metered by m (Metered) for a door of limits lim, and
+// notes it there: the door settles (Settles), its handlers report in r's
+// unit (Reported), or it counts the bytes its responses send (Bytes).
+func (lim *Limits) Meter(r *Rule, m Meter) error {
+	if err := Metered(r, m); err != nil {
+		return err
+	}
+	lim.Settles = true
+	if m == Bytes {
+		lim.Bytes = true
+	} else if !slices.Contains(lim.Reported, r.Unit) {
+		lim.Reported = append(lim.Reported, r.Unit)
+	}
+	return nil
+}
+
+// Price sets the cost each of the door's rules charges the request at
+// admission: cost for a rule of fixed cost, reserve(i) for rule i
+// metered as Reported (1 when it reports none given), a byte for one
+// metered in Bytes, the least a reservation may be.
+func (l *Life) Price(cost int64, reserve func(i int) (int64, bool)) {
+	for i := range l.Rules {
+		switch l.Rules[i].Meter {
+		case Fixed:
+			l.Costs[i] = cost
+		case Reported:
+			l.Costs[i] = 1
+			if n, ok := reserve(i); ok {
+				l.Costs[i] = n
+			}
+		default:
+			l.Costs[i] = 1
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package verdict
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/fixedwindow/ratelimit/limiter"
+)
+
+// A Tally is what a request's handler reports it cost, per unit, for a
+// door's metered rules (Meter Reported) to settle at. It is the context
+// the handler gets: it answers tallyKey itself, so the request's context
+// grows by one node. Report adds to every tally of the request's context
+// chain that counts the unit, so stacked doors each settle what was
+// reported to them. Reports may come from any goroutine while the
+// handler runs; the door reads them once it has returned.
+type Tally struct {
+	context.Context
+	units []string // the units the door's metered rules count in, each once
+	// costs are the reported costs, per unit, plus one: 0 for a unit
+	// nothing was reported in.
+	costs [MaxRules]atomic.Int64
+}
+
+// tallyKey is the context key of a *Tally.
+type tallyKey struct{}
+
+// Init makes t the tally of a request whose context was parent, for a
+// door whose metered rules count in units (at most MaxRules).
+func (t *Tally) Init(parent context.Context, units []string) {
+	t.Context, t.units = parent, units
+}
+
+// Value returns t for tallyKey, and asks the parent otherwise.
+func (t *Tally) Value(key any) any {
+	if _, ok := key.(tallyKey); ok {
+		return t
+	}
+	return t.Context.Value(key)
+}
+
+// Cost returns the cost reported in unit, or reserved if none was.
+func (t *Tally) Cost(unit string, reserved int64) int64 {
+	for i, u := range t.units {
+		if u == unit {
+			if v := t.costs[i].Load(); v > 0 {
+				return v - 1
+			}
+			break
+		}
+	}
+	return reserved
+}
+
+// add adds cost to unit's; false when t does not count unit or the sum
+// would pass limiter.MaxLimit (then nothing is added).
+func (t *Tally) add(unit string, cost int64) bool {
+	for i, u := range t.units {
+		if u != unit {
+			continue
+		}
+		for {
+			old := t.costs[i].Load()
+			sum := cost
+			if old > 0 {
+				sum += old - 1
+			}
+			if sum > limiter.MaxLimit {
+				return false
+			}
+			if t.costs[i].CompareAndSwap(old, sum+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Report adds cost to what the request of ctx has cost in unit, for each
+// door around it with a rule metered in that unit. It reports whether
+// one took it: false for a cost below zero or above limiter.MaxLimit
+// (or one that would take the request's total past it), and for a
+// context of no door metering unit.
+func Report(ctx context.Context, unit string, cost int64) bool {
+	if cost < 0 || cost > limiter.MaxLimit || ctx == nil {
+		return false
+	}
+	took := false
+	for t, _ := ctx.Value(tallyKey{}).(*Tally); t != nil; t, _ = t.Context.Value(tallyKey{}).(*Tally) {
+		if t.add(unit, cost) {
+			took = true
+		}
+	}
+	return took
+}
