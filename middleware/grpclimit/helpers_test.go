@@ -65,12 +65,18 @@ func serve(t testing.TB, opts ...grpc.ServerOption) healthpb.HealthClient {
 // serveWith is serve with dial options for the client: a retry policy.
 func serveWith(t testing.TB, dial []grpc.DialOption, opts ...grpc.ServerOption) *grpc.ClientConn {
 	t.Helper()
+	return serveHealth(t, health.NewServer(), dial, opts...)
+}
+
+// serveHealth is serveWith with a health service of the test's own.
+func serveHealth(t testing.TB, hs healthpb.HealthServer, dial []grpc.DialOption, opts ...grpc.ServerOption) *grpc.ClientConn {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer(opts...)
-	healthpb.RegisterHealthServer(srv, health.NewServer())
+	healthpb.RegisterHealthServer(srv, hs)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
 	conn, err := grpc.NewClient(lis.Addr().String(), append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dial...)...)

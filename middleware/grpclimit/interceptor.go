@@ -26,9 +26,10 @@ const maxCaps = verdict.MaxCaps
 
 // A rule is one limiter and the key it is applied to.
 type rule struct {
-	lim  middleware.Limiter
-	key  KeyFunc
-	rule verdict.Rule // lim, as the shared admission asks it
+	lim     middleware.Limiter
+	key     KeyFunc
+	rule    verdict.Rule                                       // lim, as the shared admission asks it
+	reserve func(ctx context.Context, fullMethod string) int64 // a reported rule's reservation (WithReported); nil: 1
 }
 
 // A capRule is one in-flight cap and the key it is applied to.
@@ -114,6 +115,11 @@ func build(l middleware.Limiter, opts []Option) (*Interceptor, error) {
 	if c.key == nil {
 		c.key = PeerHost()
 	}
+	for i := range c.extra {
+		if c.extra[i].key == nil {
+			c.extra[i].key = c.key // a metered limit's: the interceptor's key
+		}
+	}
 	ic := &Interceptor{
 		caps:    c.caps,
 		key:     c.key,
@@ -133,11 +139,23 @@ func build(l middleware.Limiter, opts []Option) (*Interceptor, error) {
 		return nil, fmt.Errorf("%w: %d limiters, at most %d", ErrInvalidOption, len(ic.rules), maxLimiters)
 	}
 	for i := range ic.rules {
+		m := ic.rules[i].rule.Meter // WithReported's, WithBytes'
 		ic.rules[i].rule = verdict.NewRule(ic.rules[i].lim)
+		if m != verdict.Fixed {
+			if err := ic.meter(i, m); err != nil {
+				return nil, err
+			}
+		}
 		ic.shared = append(ic.shared, ic.rules[i].rule)
-		if _, ok := ic.rules[i].lim.(middleware.Refunder); !ok && len(c.caps) > 0 {
-			return nil, fmt.Errorf("%w: WithInFlight (a call a cap refuses is refunded): limiter %d (policy %q) has no Refund method",
-				ErrInvalidOption, i, ic.rules[i].lim.Policy().Name())
+	}
+	for i := range ic.rules {
+		if _, ok := ic.rules[i].lim.(middleware.Refunder); !ok && (len(c.caps) > 0 || ic.limits.Settles) {
+			why := "WithInFlight (a call a cap refuses is refunded)"
+			if ic.limits.Settles {
+				why = "WithReported or WithBytes (a call any limit refuses is charged by none)"
+			}
+			return nil, fmt.Errorf("%w: %s: limiter %d (policy %q) has no Refund method",
+				ErrInvalidOption, why, i, ic.rules[i].lim.Policy().Name())
 		}
 	}
 	for _, cr := range c.caps {
@@ -193,6 +211,9 @@ func (ic *Interceptor) unary(ctx context.Context, req any, info *grpc.UnaryServe
 	if st != nil {
 		hctx = st
 	}
+	if l.Charged.N > 0 && ic.limits.Settles {
+		return ic.serveMetered(hctx, req, handler, st, &l)
+	}
 	if l.Held.Len() > 0 {
 		defer l.Release()
 	}
@@ -218,10 +239,13 @@ func (ic *Interceptor) stream(srv any, ss grpc.ServerStream, info *grpc.StreamSe
 	if err := ic.answer(ctx, info.FullMethod, ss, &l); err != nil {
 		return err
 	}
+	st := ic.describe(ctx, ss, &l)
+	if l.Charged.N > 0 && ic.limits.Settles {
+		return ic.streamMetered(srv, ss, handler, st, &l)
+	}
 	if l.Held.Len() > 0 {
 		defer l.Release()
 	}
-	st := ic.describe(ctx, ss, &l)
 	if st == nil {
 		return handler(srv, ss)
 	}
@@ -287,10 +311,16 @@ func (ic *Interceptor) identify(ctx context.Context, method string, l *verdict.L
 		}
 		l.CapKeys[i] = k
 	}
-	l.Cost = 1
+	cost := int64(1)
 	if ic.cost != nil {
-		l.Cost = ic.cost(ctx, method)
+		cost = ic.cost(ctx, method)
 	}
+	l.Price(cost, func(i int) (int64, bool) {
+		if f := ic.rules[i].reserve; f != nil {
+			return f(ctx, method), true
+		}
+		return 0, false
+	})
 	if ic.resolve != nil && len(l.Rules) > 0 {
 		if rl := ic.resolve(ctx, method); rl != nil {
 			if err := verdict.Check(rl); err != nil {
@@ -303,7 +333,7 @@ func (ic *Interceptor) identify(ctx context.Context, method string, l *verdict.L
 		var req *http.Request // the stand-in, made on first use: one per call
 		l.Observe = func(e verdict.Event) {
 			ic.observe(middleware.Event{Request: stand(&req, ctx, method), Key: e.Key, Policy: e.Policy,
-				Outcome: middleware.Outcome(e.Outcome), Decision: e.Decision, Err: e.Err, FailOpen: e.FailOpen, Duration: e.Duration})
+				Outcome: middleware.Outcome(e.Outcome), Decision: e.Decision, Err: e.Err, FailOpen: e.FailOpen, Duration: e.Duration, Cost: e.Cost})
 		}
 	}
 	return nil
@@ -347,14 +377,14 @@ func (ic *Interceptor) describe(ctx context.Context, ss grpc.ServerStream, l *ve
 		return nil
 	}
 	if outer := stateFrom(ctx); outer != nil {
-		outer.join(l)
+		outer.join(l, ic.limits.Settles)
 		return nil
 	}
 	if !ic.mdOnAllow {
 		return nil
 	}
 	st := newState(ctx, ic, ss)
-	st.join(l)
+	st.join(l, ic.limits.Settles)
 	return st
 }
 

@@ -90,7 +90,7 @@ func (c *config) check() error {
 		switch {
 		case verdict.Check(r.lim) != nil:
 			return fmt.Errorf("%w: WithLimiter (limiter %d): %v", ErrInvalidOption, i+1, verdict.Check(r.lim))
-		case r.key == nil:
+		case r.key == nil && r.rule.Meter == verdict.Fixed:
 			return fmt.Errorf("%w: WithLimiter (limiter %d, policy %q): key function is nil", ErrInvalidOption, i+1, r.lim.Policy().Name())
 		}
 	}
@@ -107,7 +107,7 @@ func (c *config) check() error {
 			given bool
 			name  string
 		}{
-			{len(c.extra) > 0, "WithLimiter"}, {c.given&givenMethods != 0, "WithMethods"},
+			{len(c.extra) > 0, optionOf(c.extra)}, {c.given&givenMethods != 0, "WithMethods"},
 			{c.given&givenCost != 0, "WithCost"}, {c.given&givenResolver != 0, "WithResolver"},
 		} {
 			if o.given {
@@ -166,6 +166,45 @@ func WithKey(f KeyFunc) Option {
 // all, New's included.
 func WithLimiter(l middleware.Limiter, key KeyFunc) Option {
 	return func(c *config) { c.extra = append(c.extra, rule{lim: l, key: key}) }
+}
+
+// WithReported adds a limit whose cost is known only once the call has
+// been served, and reported by the handler, as middleware.WithReported
+// does for HTTP: the tokens of a model's answer, say. The call is
+// admitted against a reservation, reserve(ctx, fullMethod) (nil: 1),
+// charged at once, and settled when the handler returns (a unary call)
+// or the stream ends, on every path (an error, a panic, a client that
+// cancels), at the cost the handler reported with middleware.Report(ctx,
+// unit, cost), unit being l's policy's (limiter.Policy.WithUnit:
+// "acme-tokens"), or at the reservation if it reported none. key is the
+// limit's key function (nil: the interceptor's). l must be able to
+// settle (*limiter.Limiter on a store that is a limiter.Settler).
+//
+// An interceptor with a metered limit (WithReported, WithBytes) charges a
+// call all or nothing: a call any of its limits refuses is charged by
+// none, the rates before the refusal refunded. WithCost concerns the
+// other limits. The observer sees each settle as a Settled event, its
+// Cost the actual cost. With headers.WithUnitHeaders, each unit's
+// x-ratelimit-*-<unit> metadata describe its limits.
+func WithReported(l middleware.Limiter, key KeyFunc, reserve func(ctx context.Context, fullMethod string) int64) Option {
+	return func(c *config) {
+		c.extra = append(c.extra, rule{lim: l, key: key, reserve: reserve, rule: verdict.Rule{Meter: verdict.Reported}})
+	}
+}
+
+// WithBytes adds a limit on the bytes the server sends, counted as the
+// wire size of each protobuf message it sends (proto.Size: a message of
+// another codec counts nothing), the response of a unary call, every
+// message of a stream, and settled, as WithReported settles, when the
+// handler returns or the stream ends, at what was sent: a stream whose
+// client left is charged for the messages sent before. The call is
+// admitted against a reservation of 1 byte. l's policy must count
+// content-bytes (limiter.Policy.WithUnit(limiter.UnitContentBytes)). key
+// is the limit's key function (nil: the interceptor's).
+func WithBytes(l middleware.Limiter, key KeyFunc) Option {
+	return func(c *config) {
+		c.extra = append(c.extra, rule{lim: l, key: key, rule: verdict.Rule{Meter: verdict.Bytes}})
+	}
 }
 
 // WithMethods sets, per full method ("/package.Service/Method"), the
@@ -302,4 +341,13 @@ func WithHeaders(w *headers.Writer) Option {
 // Interceptor that refused.
 func WithMaxPushback(d time.Duration) Option {
 	return func(c *config) { c.pushback, c.given = d, c.given|givenMaxPushback }
+}
+
+// optionOf names the option that added the first of extra: WithLimiter,
+// WithReported or WithBytes.
+func optionOf(extra []rule) string {
+	if len(extra) == 0 {
+		return ""
+	}
+	return verdict.OptionOf(extra[0].rule.Meter)
 }

@@ -47,6 +47,10 @@ type state struct {
 
 	flushed atomic.Bool
 	hdr     headers.Buffer // the metadata's values
+
+	// all are the decisions of limits of several units (WithReported,
+	// WithBytes), for each unit's metadata; nil otherwise.
+	all []limiter.Decision
 }
 
 // A serverStream is the stream a streaming handler gets: its context is
@@ -101,9 +105,13 @@ func stateFrom(ctx context.Context) *state {
 
 // join adds what admitted a call through one interceptor to the state:
 // its decision, if more restrictive, the policies that applied, and the
-// caps' slots. Only interceptors write it, each before calling the
-// handler it wraps.
-func (s *state) join(l *verdict.Life) {
+// caps' slots; every decision, with metered limits (settles), so that
+// the metadata describe each unit. Only interceptors write it, each
+// before calling the handler it wraps.
+func (s *state) join(l *verdict.Life, settles bool) {
+	if settles && l.Charged.N > 1 {
+		s.all = append(s.all, l.Charged.D[:l.Charged.N]...)
+	}
 	if l.Decided {
 		if s.decided {
 			s.v.Merge(&l.Best)
@@ -126,8 +134,12 @@ func (s *state) flush() {
 	}
 	md := make(metadata.MD, 4)
 	if s.decided {
-		d := s.v.Described()
-		s.md.WriteBuffer(&s.hdr, http.Header(md), &d, s.v.Applied()...)
+		if len(s.all) > 0 {
+			s.writeAll(http.Header(md))
+		} else {
+			d := s.v.Described()
+			s.md.WriteBuffer(&s.hdr, http.Header(md), &d, s.v.Applied()...)
+		}
 	}
 	if s.caps != nil {
 		verdict.WriteCaps(s.md, http.Header(md), s.caps)
@@ -135,6 +147,20 @@ func (s *state) flush() {
 	if len(md) > 0 {
 		_ = s.setHeader(md)
 	}
+}
+
+// writeAll sets the metadata of a call limits of several units
+// admitted: the most restrictive decision first, then every one, for
+// each unit's metadata (headers.WithUnitHeaders) and the draft
+// ratelimit field.
+func (s *state) writeAll(h http.Header) {
+	ds := make([]*limiter.Decision, 1, 1+len(s.all))
+	d := s.v.Described()
+	ds[0] = &d
+	for i := range s.all {
+		ds = append(ds, &s.all[i])
+	}
+	s.md.WriteAll(h, ds, s.v.Applied()...)
 }
 
 // setHeader adds md to the call's header metadata, through the stream
