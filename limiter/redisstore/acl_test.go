@@ -23,7 +23,9 @@ var storeACL = struct {
 	// Commands are needed on every kind of client: the script (EVALSHA,
 	// and EVAL after NOSCRIPT), what it calls under either clock (TIME
 	// under serverClock), Reset's DEL, and what inflight.lua calls for an
-	// in-flight cap's slots (a sorted set per key).
+	// in-flight cap's slots (a sorted set per key). settle.lua calls
+	// nothing more: its marker is a SET, a return an INCRBY of a negative
+	// amount or a SET KEEPTTL.
 	Commands []string
 	// Setup is go-redis's connection setup beyond HELLO and AUTH (which
 	// any user may send): CLIENT SETINFO, from Redis 7.2, names the
@@ -107,7 +109,8 @@ func aclDenials(t *testing.T, admin *redis.Client) []string {
 
 // aclScenario runs every command path of the store on client under clock:
 // concurrent decisions on a layered policy (one exact budget), a Peek, a
-// key found without expiry (repaired), leased decisions, and a Reset. It
+// key found without expiry (repaired), leased decisions, a Reset, settles
+// above and below their reservations, and an in-flight cap. It
 // returns the first thing that went wrong; admin (the default user) reads
 // and edits keys beside the store.
 func aclScenario(client redis.UniversalClient, admin redis.UniversalClient, prefix string, clock clockSource) error {
@@ -214,6 +217,31 @@ func aclScenario(client redis.UniversalClient, admin redis.UniversalClient, pref
 	}
 	if n != 10 || ls.Stats().Leased == 0 {
 		return fmt.Errorf("20 leased calls under 10/min: got %d admitted, %d from a lease; want 10, some", n, ls.Stats().Leased)
+	}
+
+	// Settles (settle.lua): reserved 1, settled at 4; reserved 3, settled
+	// at 1; then, a minute on (a window with no count yet, on the
+	// limiter's clock), the first settled once more, at 3.
+	r, err := l.Reserve(ctx, "settled", 1)
+	if err != nil || !r.Allowed {
+		return fmt.Errorf("Reserve: got %+v, %v", r, err)
+	}
+	if err := r.Settle(ctx, 4); err != nil {
+		return fmt.Errorf("Settle above the reservation: %w", err)
+	}
+	first := r.Decision
+	if r, err = l.Reserve(ctx, "settled", 3); err != nil || !r.Allowed {
+		return fmt.Errorf("Reserve 3: got %+v, %v", r, err)
+	}
+	if err := r.Settle(ctx, 1); err != nil {
+		return fmt.Errorf("Settle below the reservation: %w", err)
+	}
+	if u, err := l.Usage(ctx, "settled"); err != nil || u.Windows[0].Used != 5 {
+		return fmt.Errorf("Usage after the settles: got %+v, %v; want 5 used", u, err)
+	}
+	clk.Advance(time.Minute)
+	if err := l.Settle(ctx, "settled", 1, 3, first); err != nil {
+		return fmt.Errorf("Settle in a window with no count: %w", err)
 	}
 
 	// An in-flight cap of 2: two slots taken, a third refused, one given

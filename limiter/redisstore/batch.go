@@ -73,8 +73,9 @@ type call struct {
 	ctx      context.Context
 	deadline time.Time // the store's timeout, from the decision's arrival
 	req      limiter.Request
-	want     int64  // the lease asked for
-	slot     slotOp // an in-flight slot's call (inflight.lua); zero for a decision
+	want     int64    // the lease asked for
+	slot     slotOp   // an in-flight slot's call (inflight.lua); zero for a decision
+	settle   settleOp // a settle's call (settle.lua); zero for a decision
 	res      result
 	err      error
 	done     chan struct{}
@@ -118,7 +119,7 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64, dead
 		expired = t.C
 	}
 	c := callPool.Get().(*call)
-	c.ctx, c.req, c.want, c.slot, c.err, c.deadline = ctx, *req, want, slotOp{}, nil, deadline
+	c.ctx, c.req, c.want, c.slot, c.settle, c.err, c.deadline = ctx, *req, want, slotOp{}, settleOp{}, nil, deadline
 	return b.submit(ctx, c, expired)
 }
 
@@ -126,7 +127,15 @@ func (b *batcher) do(ctx context.Context, req *limiter.Request, want int64, dead
 // deadline, and waits for its result or for ctx to end, as do does.
 func (b *batcher) doSlot(ctx context.Context, key string, p *limiter.Policy, op slotOp, deadline time.Time) (result, error) {
 	c := callPool.Get().(*call)
-	c.ctx, c.req, c.want, c.slot, c.err, c.deadline = ctx, limiter.Request{Key: key, Policy: p}, 0, op, nil, deadline
+	c.ctx, c.req, c.want, c.slot, c.settle, c.err, c.deadline = ctx, limiter.Request{Key: key, Policy: p}, 0, op, settleOp{}, nil, deadline
+	return b.submit(ctx, c, nil)
+}
+
+// doSettle queues one settle of req, op, due by deadline, and waits for
+// its result or for ctx to end, as do does.
+func (b *batcher) doSettle(ctx context.Context, req *limiter.Request, op settleOp, deadline time.Time) (result, error) {
+	c := callPool.Get().(*call)
+	c.ctx, c.req, c.want, c.slot, c.settle, c.err, c.deadline = ctx, *req, 0, slotOp{}, op, nil, deadline
 	return b.submit(ctx, c, nil)
 }
 
@@ -171,7 +180,7 @@ func (b *batcher) submit(ctx context.Context, c *call, expired <-chan time.Time)
 	select {
 	case <-c.done:
 		r, err := c.res, c.err
-		c.ctx, c.req, c.slot = nil, limiter.Request{}, slotOp{}
+		c.ctx, c.req, c.slot, c.settle = nil, limiter.Request{}, slotOp{}, settleOp{}
 		callPool.Put(c)
 		return r, err
 	case <-ctx.Done():

@@ -30,9 +30,9 @@ import (
 // tag), as the calls that resend decisions found off their master
 // already do, through the same server's breaker. The refused call's
 // requests are sent again that way in the same round: a refusal comes
-// before the script runs (take.lua and inflight.lua touch no key before
-// a node call's first probe, which ends the call with the host's error
-// when it names undeclared keys), so nothing was charged.
+// before the script runs (take.lua, inflight.lua and settle.lua touch no
+// key before a node call's first probe, which ends the call with the
+// host's error when it names undeclared keys), so nothing was charged.
 // WithDeclaredKeys starts the store that way, and a Cluster client that
 // reads from replicas always is (readsReplicas).
 //

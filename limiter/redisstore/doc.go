@@ -101,6 +101,21 @@
 // expires with its latest lease: a key with nothing in flight holds no
 // memory. It needs Redis 6.2 or later (ZADD GT).
 //
+// # Settling
+//
+// The store is a limiter.Settler: a cost known only once a request has
+// been served (limiter.Reserve, the middlewares' reported costs) is
+// settled in one atomic run of a script (settle.lua), batched in rounds
+// as decisions are: more than the reservation is charged to the windows
+// current at the settle, never refused (a key may go into debt, and every
+// replica then refuses it until the window ends); less is returned to the
+// windows its admission charged that are still current. Each settle is
+// applied at most once: it carries a token, of which Redis keeps a marker
+// key in the client key's hash tag for a minute, and a call whose reply
+// was lost is sent once more with its token, within the timeout, and
+// counted once. A settle that fails returns its error whatever the
+// failure policy.
+//
 // # Time and failure
 //
 // Every decision is bounded by a timeout (default 100ms) on top of the

@@ -13,8 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// One round, the same on every kind of client and for both scripts (the
-// decisions' take.lua, the in-flight slots' inflight.lua: see script):
+// One round, the same on every kind of client and for every script (the
+// decisions' take.lua, the in-flight slots' inflight.lua, the settles'
+// settle.lua: see script):
 // the router names each decision's dest, a server; the decisions of one
 // dest go out together, in one script call to that server (a single
 // node, a Cluster master, a Ring shard), or in one call per client key

@@ -17,9 +17,10 @@ var takeSource string
 var takeHash = redis.NewScript(takeSource).Hash()
 
 // A script is what a batcher's rounds send and how its reply reads: the
-// decisions' take.lua (takeScript) or the in-flight slots' inflight.lua
-// (slotScript). The round loop, the routing, the breakers and the
-// accounting are the same for both (round.go).
+// decisions' take.lua (takeScript), the in-flight slots' inflight.lua
+// (slotScript) or the settles' settle.lua (settleScript). The round
+// loop, the routing, the breakers and the accounting are the same for
+// each (round.go).
 type script interface {
 	// keys appends the Redis keys of c's request, and says how many.
 	keys(dst []string, c *call) ([]string, int)

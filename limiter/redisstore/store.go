@@ -27,11 +27,14 @@ type Store struct {
 	batch  *batcher
 	leases *leases // nil unless WithLeases
 	// In-flight slots (inflight.go): their rounds, the slots held and
-	// renewed, this store's token prefix and counter.
+	// renewed, this store's token prefix and counter (which settles'
+	// markers share).
 	slotBatch *batcher
 	held      heldSlots
 	id        string
 	tokens    atomic.Uint64
+	// settleBatch carries settles (settle.go) in rounds of their own.
+	settleBatch *batcher
 	// dests holds a dest per server (or routing client) decisions have
 	// gone to, keyed by its client: each with its own breaker.
 	dests sync.Map
@@ -175,10 +178,11 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	s.declared.Store(cfg.declared || readsReplicas(client))
 	s.batch = newBatcher(s, takeScript{s}, r, size, inFlight, pool)
 	s.slotBatch = newBatcher(s, slotScript{}, r, size, inFlight, pool)
+	s.settleBatch = newBatcher(s, settleScript{s}, r, size, inFlight, pool)
 	if c, ok := client.(*redis.Client); ok && s.path == pathBatch {
-		// One pool, which both batchers share: see batcher.conns.
+		// One pool, which every batcher shares: see batcher.conns.
 		conns := func() int { return int(c.PoolStats().TotalConns) }
-		s.batch.conns, s.slotBatch.conns = conns, conns
+		s.batch.conns, s.slotBatch.conns, s.settleBatch.conns = conns, conns, conns
 	}
 	s.id = newStoreID()
 	s.held.init(s)
@@ -560,6 +564,7 @@ func (s *Store) Close() error {
 	if s.batch != nil {
 		s.batch.close()
 		s.slotBatch.close()
+		s.settleBatch.close()
 	}
 	if s.fallback != nil {
 		return s.fallback.Close()
