@@ -239,6 +239,17 @@ func aclScenario(client redis.UniversalClient, admin redis.UniversalClient, pref
 	if u, err := l.Usage(ctx, "settled"); err != nil || u.Windows[0].Used != 5 {
 		return fmt.Errorf("Usage after the settles: got %+v, %v; want 5 used", u, err)
 	}
+	// A refund (refund.lua), as WithCountIf and a cap's refusal send.
+	charged, err := l.Allow(ctx, "settled", 2)
+	if err != nil || !charged.Allowed {
+		return fmt.Errorf("Allow 2: got %+v, %v", charged, err)
+	}
+	if err := l.Refund(ctx, "settled", 2, charged); err != nil {
+		return fmt.Errorf("Refund: %w", err)
+	}
+	if u, err := l.Usage(ctx, "settled"); err != nil || u.Windows[0].Used != 5 {
+		return fmt.Errorf("Usage after the refund: got %+v, %v; want 5 used", u, err)
+	}
 	clk.Advance(time.Minute)
 	if err := l.Settle(ctx, "settled", 1, 3, first); err != nil {
 		return fmt.Errorf("Settle in a window with no count: %w", err)

@@ -14,7 +14,9 @@
 --          from the zone's rules, which Lua does not have).
 --
 -- A value the store did not write is left alone (nothing to return to);
--- any other error reply ends the script with it.
+-- any other error reply ends the script with it. It calls MGET, SET and
+-- INCRBY alone, commands the least-privilege ACL user of docs/redis.md
+-- has (GET and DECRBY it has not).
 
 local server = ARGV[1] == 's'
 local cost = tonumber(ARGV[2])
@@ -31,14 +33,24 @@ local function count(v)
   return tonumber(v)
 end
 
+-- get returns key's string value, false for none (or a value of another
+-- type, which MGET answers as none), or the error reply.
+local function get(key)
+  local r = redis.pcall('MGET', key)
+  if r.err then
+    return r
+  end
+  return r[1]
+end
+
 local refunded = 0
 for i, key in ipairs(KEYS) do
   local charged = ARGV[3 * i]
   local start, stop = tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
   if server then
     -- "<window id>:<count>" (see take.lua).
-    local v = redis.pcall('GET', key)
-    if type(v) == 'table' and v.err and not string.find(v.err, '^WRONGTYPE') then
+    local v = get(key)
+    if type(v) == 'table' then
       return v
     end
     local id, c
@@ -51,13 +63,13 @@ for i, key in ipairs(KEYS) do
       refunded = refunded + 1
     end
   else
-    local v = redis.pcall('GET', key)
-    if type(v) == 'table' and v.err and not string.find(v.err, '^WRONGTYPE') then
+    local v = get(key)
+    if type(v) == 'table' then
       return v
     end
     local c = count(v)
     if c and c > 0 then
-      redis.call('DECRBY', key, math.min(cost, c))
+      redis.call('INCRBY', key, -math.min(cost, c))
       refunded = refunded + 1
     end
   end
