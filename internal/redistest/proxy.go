@@ -37,6 +37,10 @@ func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 // network path fails between the two.
 func (p *Proxy) DropReplies(n int) { p.drops.Store(int64(n)) }
 
+// DropsLeft returns how many replies the proxy is still to drop: 0 once
+// DropReplies' have been dropped.
+func (p *Proxy) DropsLeft() int64 { return p.drops.Load() }
+
 // pipe copies from src to dst; replies (delayed true) wait for the delay.
 func (p *Proxy) pipe(dst, src net.Conn, delayed bool) {
 	defer dst.Close()
