@@ -97,6 +97,13 @@ func (w *Writer) WriteAll(h http.Header, ds []*limiter.Decision, applied ...*lim
 	}
 }
 
+// WritesEveryDecision reports whether WriteAll writes more than Write
+// writes of its first decision: with the draft fields (RateLimit lists
+// every decision's windows) or WithUnitHeaders (a set per unit). A door
+// that keeps several decisions for WriteAll need not keep them
+// otherwise.
+func (w *Writer) WritesEveryDecision() bool { return w.draft || w.units }
+
 // appendOthers adds to RateLimit the windows of ds[1:], each policy once
 // and none already listed (ds[0]'s).
 func (w *Writer) appendOthers(h http.Header, ds []*limiter.Decision) {

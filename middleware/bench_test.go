@@ -97,6 +97,11 @@ func serveParallel(b *testing.B, h http.Handler, reqs []*http.Request) {
 //     the list of the two policies (96 B), and the inner one's header
 //     values (112 B), which cannot reuse the outer one's: a string
 //     handed out stays as it was.
+//   - reported (WithReported, the handler reporting 500) and bytes
+//     (WithBytes, 64 bytes written): 2, 736 B: the state, with the
+//     tally the handler reports to (whose context the request the
+//     handler gets is) and a status recorder counting the bytes
+//     (640 B), and the list of the two policies (96 B).
 //
 // A change that adds an allocation or grows the bytes says so in its
 // commit with the figures before and after (STYLE rule 21).
@@ -136,6 +141,20 @@ func BenchmarkMiddleware(b *testing.B) {
 	defer route.Close()
 	inner := middleware.MustNew(route)
 	b.Run("handler=middleware,stacked", func(b *testing.B) { serveParallel(b, plain(inner(bare)), reqs) })
+	// Metered (issue 33): a tokens limit beside the rate, settled at what
+	// the handler reports (500, reserved 1); a bytes limit settled at
+	// the 64 bytes the handler writes.
+	tokens := limiter.MustNew(limiter.MustPolicy("bench-tokens", limiter.PerMinute(100_000_000_000)).MustUnit("acme-tokens"))
+	defer tokens.Close()
+	reported := middleware.MustNew(l, middleware.WithReported(tokens, nil, nil))
+	reports := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { middleware.Report(r.Context(), "acme-tokens", 500) })
+	b.Run("handler=middleware,reported", func(b *testing.B) { serveParallel(b, reported(reports), reqs) })
+	sent := limiter.MustNew(limiter.MustPolicy("bench-bytes", limiter.PerMinute(100_000_000_000)).MustUnit(limiter.UnitContentBytes))
+	defer sent.Close()
+	metered := middleware.MustNew(l, middleware.WithBytes(sent, nil))
+	body := make([]byte, 64)
+	writes := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) })
+	b.Run("handler=middleware,bytes", func(b *testing.B) { serveParallel(b, metered(writes), reqs) })
 	// handler=middleware+metrics is measured in the adapters' modules:
 	// middleware/metrics and middleware/otelmetrics, BenchmarkMiddleware.
 
@@ -188,6 +207,19 @@ func TestAllowPathAllocations(t *testing.T) {
 	})
 	bare := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	countAll := middleware.WithCountIf(func(int) bool { return true })
+	tokens, err := limiter.New(limiter.MustPolicy("tokens", limiter.PerMinute(1_000_000_000)).MustUnit("acme-tokens"), limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tokens.Close() })
+	sent, err := limiter.New(limiter.MustPolicy("sent", limiter.PerMinute(1_000_000_000)).MustUnit(limiter.UnitContentBytes), limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sent.Close() })
+	reports := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { middleware.Report(r.Context(), "acme-tokens", 500) })
+	body := make([]byte, 64)
+	writes := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) })
 	for _, tt := range []struct {
 		name string
 		h    http.Handler
@@ -204,6 +236,8 @@ func TestAllowPathAllocations(t *testing.T) {
 		{"in_flight", newMiddleware(t, site, middleware.WithInFlight(f, nil))(bare), 2},
 		{"in_flight_count_if", newMiddleware(t, site, middleware.WithInFlight(f, nil), countAll)(bare), 2},
 		{"draft_headers", newMiddleware(t, site, middleware.WithHeaders(draft))(bare), 2},
+		{"reported", newMiddleware(t, site, middleware.WithReported(tokens, nil, nil))(reports), 2},
+		{"bytes", newMiddleware(t, site, middleware.WithBytes(sent, nil))(writes), 2},
 		{"exempt", newMiddleware(t, site, middleware.WithExempt(func(*http.Request) bool { return true }))(bare), 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

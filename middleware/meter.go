@@ -26,10 +26,12 @@ func Report(ctx context.Context, unit string, cost int64) bool {
 	return verdict.Report(ctx, unit, cost)
 }
 
-// A meteredRequest is what a request with limits to settle needs, in one
-// allocation: the tally its handler reports to, which is the context of
-// the request the handler gets, and a status recorder to count the
-// bytes of its response (WithBytes).
+// A meteredRequest is what a request with limits to settle needs when a
+// middleware around this one made its state (newState makes the same
+// room in the state's allocation otherwise), in one allocation: the
+// tally its handler reports to, which is the context of the request the
+// handler gets, and a status recorder to count the bytes of its response
+// (WithBytes).
 type meteredRequest struct {
 	tally verdict.Tally
 	rec   statusRecorder

@@ -236,12 +236,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.deny(w, r, l.Best, l.Applied[:l.NApplied])
 		return
 	}
-	r, rec := h.describe(w, r, &l)
+	r, rec, tally := h.describe(w, r, &l)
 	if l.Held.Len() == 0 && (!l.Decided || c.countIf == nil) && l.Charged.N == 0 {
 		h.next.ServeHTTP(w, r) // nothing to settle
 		return
 	}
-	h.serve(w, r, rec, &l)
+	h.serve(w, r, rec, tally, &l)
 }
 
 // identify resolves every key of the request, the rules' then the caps',
@@ -335,11 +335,11 @@ func (h *handler) deny(w http.ResponseWriter, r *http.Request, d limiter.Decisio
 // alone) makes no state: its caps' slots join the state of the
 // middlewares around it, if any, and are described with theirs, else
 // alone.
-func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Life) (*http.Request, *statusRecorder) {
+func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Life) (*http.Request, *statusRecorder, *verdict.Tally) {
 	c := h.cfg
 	if !l.Decided {
 		if l.Held.Len() == 0 {
-			return r, nil
+			return r, nil, nil
 		}
 		held := &heldCaps{Caps: l.Held}
 		if st := stateFrom(l.Ctx); st != nil {
@@ -349,23 +349,25 @@ func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Li
 			c.headers.WriteBuffer(&st.hdr, w.Header(), &hd, st.applied()...)
 			held.Prev, st.caps = st.caps, held
 			writeCaps(c.headers, w.Header(), st.caps)
-			return r, nil
+			return r, nil, nil
 		}
 		writeCaps(c.headers, w.Header(), held)
-		return r, nil
+		return r, nil, nil
 	}
 	var (
 		rec   *statusRecorder
 		spare *heldCaps // room for the caps' slots in the state's allocation
+		tally *verdict.Tally
 	)
 	st := stateFrom(l.Ctx)
 	if st == nil {
-		st, r, rec, spare = newState(r, &l.Best, c.countIf != nil, len(c.caps) > 0)
+		metered := c.limits.Settles && l.Charged.N > 0
+		st, r, rec, spare, tally = newState(r, &l.Best, c.countIf != nil, len(c.caps) > 0, metered, c.limits.Reported)
 	}
 	st.merge(&l.Best) // a no-op on a state made here, with Best
 	st.apply(l.RatesApplied())
 	hd := st.described()
-	if c.limits.Settles && l.Charged.N > 1 {
+	if c.limits.Settles && l.Charged.N > 1 && c.headers.WritesEveryDecision() {
 		writeAll(c.headers, w.Header(), hd, l, st.applied())
 	} else {
 		c.headers.WriteBuffer(&st.hdr, w.Header(), &hd, st.applied()...)
@@ -380,7 +382,7 @@ func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Li
 	if st.caps != nil {
 		writeCaps(c.headers, w.Header(), st.caps)
 	}
-	return r, rec
+	return r, rec, tally
 }
 
 // writeAll writes the headers of a request limits of several units
@@ -407,11 +409,11 @@ func writeAll(hw *headers.Writer, h http.Header, best limiter.Decision, l *verdi
 // A request with metered limits to settle (WithReported, WithBytes) gets
 // the meter its handler reports to (Report) in its context, and a
 // ResponseWriter that counts the bytes it sends.
-func (h *handler) serve(w http.ResponseWriter, r *http.Request, rec *statusRecorder, l *verdict.Life) {
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, rec *statusRecorder, m *verdict.Tally, l *verdict.Life) {
 	c := h.cfg
 	counted := l.Decided && c.countIf != nil
-	var m *verdict.Tally
-	if l.Charged.N > 0 && c.limits.Settles {
+	if m == nil && l.Charged.N > 0 && c.limits.Settles {
+		// The state was made by a middleware around this one.
 		var mr *meteredRequest
 		mr, r = newMeteredRequest(r, c.limits.Reported)
 		m = &mr.tally
@@ -453,7 +455,7 @@ func (h *handler) settle(rec *statusRecorder, m *verdict.Tally, l *verdict.Life,
 		}
 	}
 	if m != nil {
-		l.Settle(func(meter verdict.Meter, unit string, reserved int64) int64 {
+		l.Settle(m, func(meter verdict.Meter, unit string, reserved int64) int64 {
 			if meter == verdict.Bytes {
 				return rec.bytes
 			}

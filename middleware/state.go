@@ -39,7 +39,8 @@ type state struct {
 // largest object the allocator keeps without a header; above that an
 // object with pointers takes 8 bytes more, and a counted one (544) takes
 // a class of 576, a capped one (632) of 640, a capped and counted one
-// (664) of 704 (TestStateSizeClasses).
+// (664) of 704, a metered one (624) of 640, a metered and capped one
+// (744) of 768 (TestStateSizeClasses).
 type reqState struct {
 	state
 	req http.Request
@@ -67,6 +68,23 @@ type cappedCountedState struct {
 	held heldCaps
 }
 
+// A meteredState is a reqState with what a request with limits to
+// settle needs (WithReported, WithBytes): the tally its handler reports
+// to, which is the context of the request the handler gets, and a
+// status recorder that counts the bytes of the response (and its status,
+// for WithCountIf). A meteredCappedState has room for the caps' slots
+// too.
+type meteredState struct {
+	reqState
+	tally verdict.Tally
+	rec   statusRecorder
+}
+
+type meteredCappedState struct {
+	meteredState
+	held heldCaps
+}
+
 // stateKey is the context key of a *state. The state answers it itself,
 // so the request's context grows by one node, not two.
 type stateKey struct{}
@@ -89,14 +107,23 @@ func stateFrom(ctx context.Context) *state {
 // newState returns the state of request r, first decided by d, and in
 // the same allocation the request the handler gets, a copy of r whose
 // context is the state, a status recorder for WithCountIf when counted,
-// and room for the caps' slots when capped.
-func newState(r *http.Request, d *limiter.Decision, counted, capped bool) (*state, *http.Request, *statusRecorder, *heldCaps) {
+// and room for the caps' slots when capped. A metered one (a middleware
+// of limits to settle) has a tally too, counting units, which is the
+// context of the request the handler gets, and a recorder.
+func newState(r *http.Request, d *limiter.Decision, counted, capped, metered bool, units []string) (*state, *http.Request, *statusRecorder, *heldCaps, *verdict.Tally) {
 	var (
-		rs   *reqState
-		rec  *statusRecorder
-		held *heldCaps
+		rs    *reqState
+		rec   *statusRecorder
+		held  *heldCaps
+		tally *verdict.Tally
 	)
 	switch {
+	case metered && capped:
+		ms := new(meteredCappedState)
+		rs, rec, held, tally = &ms.reqState, &ms.rec, &ms.held, &ms.tally
+	case metered:
+		ms := new(meteredState)
+		rs, rec, tally = &ms.reqState, &ms.rec, &ms.tally
 	case capped && counted:
 		cs := new(cappedCountedState)
 		rs, rec, held = &cs.reqState, &cs.rec, &cs.held
@@ -112,10 +139,15 @@ func newState(r *http.Request, d *limiter.Decision, counted, capped bool) (*stat
 	s := &rs.state
 	s.Context = r.Context()
 	s.v.Set(d)
+	if tally != nil {
+		tally.Init(s, units)
+		rs.req = *r.WithContext(tally)
+		return s, &rs.req, rec, held, tally
+	}
 	// WithContext is inlined, and its copy, only read here, stays on
 	// the stack: the one the handler gets lives in rs.
 	rs.req = *r.WithContext(s)
-	return s, &rs.req, rec, held
+	return s, &rs.req, rec, held, nil
 }
 
 // merge makes d the decision the headers describe if it is more

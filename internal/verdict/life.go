@@ -395,9 +395,11 @@ func (l *Life) Refund() {
 // the charges are then forgotten. actual returns a rule's actual cost:
 // what the handler reported, the bytes the response sent, or the
 // reservation for a rule whose handler reported nothing. Like Refund it
-// runs once the door has answered: the caller may be gone.
-func (l *Life) Settle(actual func(m Meter, unit string, reserved int64) int64) {
-	ctx := context.WithoutCancel(l.Ctx)
+// runs once the door has answered: the caller may be gone, so the stores
+// are asked under t.Detached(), the request's context without its
+// cancellation.
+func (l *Life) Settle(t *Tally, actual func(m Meter, unit string, reserved int64) int64) {
+	ctx := t.Detached()
 	c := &l.Charged
 	for i := range c.N {
 		r := l.rule(c.Rule[i])

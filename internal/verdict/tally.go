@@ -3,6 +3,7 @@ package verdict
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 )
@@ -21,6 +22,21 @@ type Tally struct {
 	// nothing was reported in.
 	costs [MaxRules]atomic.Int64
 }
+
+// detached is a tally seen as its context without cancellation or
+// deadline, as context.WithoutCancel makes, with no allocation: a settle
+// runs after the request may be gone.
+type detached Tally
+
+func (d *detached) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (d *detached) Done() <-chan struct{}       { return nil }
+func (d *detached) Err() error                  { return nil }
+func (d *detached) Value(key any) any           { return (*Tally)(d).Value(key) }
+
+// Detached returns the request's context (t's, its values included)
+// without its cancellation or deadline, for the settles that follow the
+// response.
+func (t *Tally) Detached() context.Context { return (*detached)(t) }
 
 // tallyKey is the context key of a *Tally.
 type tallyKey struct{}

@@ -67,7 +67,7 @@ func (ic *Interceptor) streamMetered(srv any, ss grpc.ServerStream, handler grpc
 // settle settles l's metered limits: a reported one at what t holds (its
 // reservation if nothing was reported), a bytes one at sent.
 func settle(l *verdict.Life, t *verdict.Tally, sent int64) {
-	l.Settle(func(m verdict.Meter, unit string, reserved int64) int64 {
+	l.Settle(t, func(m verdict.Meter, unit string, reserved int64) int64 {
 		if m == verdict.Bytes {
 			return sent
 		}

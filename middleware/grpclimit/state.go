@@ -109,7 +109,7 @@ func stateFrom(ctx context.Context) *state {
 // the metadata describe each unit. Only interceptors write it, each
 // before calling the handler it wraps.
 func (s *state) join(l *verdict.Life, settles bool) {
-	if settles && l.Charged.N > 1 {
+	if settles && l.Charged.N > 1 && s.md.WritesEveryDecision() {
 		s.all = append(s.all, l.Charged.D[:l.Charged.N]...)
 	}
 	if l.Decided {
