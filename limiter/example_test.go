@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -104,4 +105,33 @@ func ExamplePerDayIn() {
 	// Output:
 	// plan:day@Europe/Paris:60000
 	// true 99 23h0m0s 2026-03-30 00:00:00 +0200 CEST
+}
+
+// A cost known only once the work is done: reserve an estimate, settle
+// the actual cost. The difference is charged (past the limit if need be:
+// the key is then in debt until its window ends) or returned.
+func ExampleLimiter_Reserve() {
+	clk := limitertest.New(time.Date(2026, 12, 3, 12, 0, 30, 0, time.UTC))
+	l, err := limiter.New(limiter.MustPolicy("tokens", limiter.PerMinute(1_000)).MustUnit("acme-tokens"), limiter.WithClock(clk))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	r, err := l.Reserve(ctx, "acme", 100)
+	if err != nil || !r.Allowed {
+		log.Fatal(r, err)
+	}
+	if err := r.Settle(ctx, 1_200); err != nil { // the work used 1,200
+		log.Fatal(err)
+	}
+	d, err := l.Allow(ctx, "acme", 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("in debt:", !d.Allowed, "retry after", d.RetryAfter)
+	fmt.Println("a second settle:", r.Settle(ctx, 5))
+	// Output:
+	// in debt: true retry after 30s
+	// a second settle: limiter: reservation already settled
 }
