@@ -25,7 +25,8 @@ import (
 //
 // the names the client libraries of model APIs read
 // (x-ratelimit-remaining-tokens over HTTP/2 and gRPC, in lower case).
-// Each set describes the most restrictive decision of its unit: with
+// Each set describes the most restrictive decision of its unit (of its
+// name: "acme-tokens" and "other-tokens" share the Tokens set): with
 // WriteAll, every decision given; with Write, the one. A unit names its
 // set by its name, a unit of the service's own without its vendor prefix
 // ("acme-tokens": Tokens; "content-bytes": Content-Bytes); the prefix of
@@ -136,8 +137,8 @@ func samePolicyAmong(d *limiter.Decision, ds []*limiter.Decision) bool {
 	return false
 }
 
-// writeUnits sets one unit set per unit of ds, from its most restrictive
-// decision.
+// writeUnits sets one unit set per unit name of ds (two vendors' units of
+// one name share a set), from its most restrictive decision.
 func (w *Writer) writeUnits(h http.Header, ds []*limiter.Decision) {
 	var seen [8]string
 	n := 0
@@ -145,13 +146,13 @@ func (w *Writer) writeUnits(h http.Header, ds []*limiter.Decision) {
 		if d == nil || isCap(d) {
 			continue
 		}
-		unit := d.Policy.Unit()
+		unit := UnitName(d.Policy.Unit())
 		if contains(seen[:n], unit) {
 			continue
 		}
 		best := d
 		for _, o := range ds[i+1:] {
-			if o != nil && !isCap(o) && o.Policy.Unit() == unit && rank.More(o, best) {
+			if o != nil && !isCap(o) && UnitName(o.Policy.Unit()) == unit && rank.More(o, best) {
 				best = o
 			}
 		}

@@ -84,3 +84,28 @@ func TestUnitHeadersOptions(t *testing.T) {
 		t.Errorf("a renamed set: %v", h)
 	}
 }
+
+// Two vendors' units of one name share its set, which describes the most
+// restrictive decision of the two, in either order.
+func TestUnitsOfOneNameShareASet(t *testing.T) {
+	requests, _ := newLimiter(t, limiter.MustPolicy("requests", limiter.PerMinute(60)), noon30)
+	ours, _ := newLimiter(t, limiter.MustPolicy("ours", limiter.PerMinute(40_000)).MustUnit("acme-tokens"), noon30)
+	theirs, _ := newLimiter(t, limiter.MustPolicy("theirs", limiter.PerMinute(1_000)).MustUnit("model-tokens"), noon30)
+	dr := allow(t, requests, 1)
+	do, err := ours.Allow(context.Background(), "k", 1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dt, err := theirs.Allow(context.Background(), "k", 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWriter(t, WithUnitHeaders())
+	for _, ds := range [][]*limiter.Decision{{&dr, &do, &dt}, {&dr, &dt, &do}} {
+		h := http.Header{}
+		w.WriteAll(h, ds)
+		if got := h.Get("X-RateLimit-Remaining-Tokens") + " of " + h.Get("X-RateLimit-Limit-Tokens"); got != "100 of 1000" {
+			t.Errorf("tokens set %q, want 100 of 1000: the tighter of the two", got)
+		}
+	}
+}

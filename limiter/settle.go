@@ -124,14 +124,24 @@ func (l *Limiter) Reserve(ctx context.Context, key string, reserved int64) (*Res
 
 // Settle charges or returns the difference between the reservation and
 // actual (see Settler), once: a second call returns ErrSettled and
-// changes nothing. An actual cost below zero or above MaxLimit is an
-// error (ErrInvalidCost) that settles nothing and leaves the reservation
-// to settle. A refusal settles nothing. An error of the store does not
-// say whether it was applied (see Settler); the reservation counts as
-// settled.
+// changes nothing. An error that settles nothing leaves the reservation
+// to settle: an actual cost below zero or above MaxLimit
+// (ErrInvalidCost), a context already done, a closed limiter, a store
+// that cannot settle. A refusal settles nothing. An error of the store
+// does not say whether it was applied (see Settler); the reservation
+// counts as settled. Settle after the client has gone under a context of
+// its own (context.WithoutCancel of the request's), not the request's.
 func (r *Reservation) Settle(ctx context.Context, actual int64) error {
 	if actual < 0 || actual > MaxLimit {
 		return fmt.Errorf("%w: actual cost %d must be in [0, %d]", ErrInvalidCost, actual, MaxLimit)
+	}
+	if r.Allowed {
+		if err := r.l.check(ctx, r.key, r.reserved); err != nil {
+			return err
+		}
+		if err := r.l.CanSettle(); err != nil {
+			return err
+		}
 	}
 	if !r.settled.CompareAndSwap(false, true) {
 		return ErrSettled

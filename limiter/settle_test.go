@@ -172,12 +172,36 @@ func TestPolicyUnits(t *testing.T) {
 			t.Errorf("WithUnit(%q): %v, %v", ok, q, err)
 		}
 	}
-	for _, bad := range []string{"", "tokens", "Tokens", "acme_tokens", "-acme", "concurrent-requests", "acme-tokens-and-a-very-long-name-x"} {
+	for _, bad := range []string{"", "tokens", "Tokens", "acme_tokens", "-acme", "concurrent-requests", "acme-tokens-and-a-very-long-name-x", "a-", "acme--tokens", "acme-tokens-", "acme-requests", "x-content-bytes", "x-concurrent-requests"} {
 		if _, err := p.WithUnit(bad); !errors.Is(err, limiter.ErrInvalidPolicy) {
 			t.Errorf("WithUnit(%q): %v, want ErrInvalidPolicy", bad, err)
 		}
 	}
 	if u := limiter.MustInFlight("c", 1).Policy().Unit(); u != "concurrent-requests" {
 		t.Errorf("a cap's unit %q", u)
+	}
+}
+
+// A settle the limiter knows it did not apply (a context already done, a
+// closed limiter) leaves the reservation to settle.
+func TestReservationSettleRetriedAfterAnError(t *testing.T) {
+	t.Parallel()
+	clk := limitertest.New(time.Date(2026, 12, 3, 10, 0, 10, 0, time.UTC))
+	l := limiter.MustNew(limiter.MustPolicy("tokens", limiter.PerMinute(1000)).MustUnit("acme-tokens"), limiter.WithClock(clk))
+	defer l.Close()
+	r, err := l.Reserve(context.Background(), "acme", 500)
+	if err != nil || !r.Allowed {
+		t.Fatal(r, err)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.Settle(done, 10); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Settle under a done context: %v, want context.Canceled", err)
+	}
+	if err := r.Settle(context.Background(), 10); err != nil {
+		t.Fatalf("Settle again: %v, want it applied", err)
+	}
+	if got := used(t, l, "acme"); got[0] != 10 {
+		t.Fatalf("used %v, want 10", got)
 	}
 }

@@ -85,11 +85,22 @@ func validUnit(unit string) error {
 			return fmt.Errorf("unit %q has character %q (allowed: a-z 0-9 and -)", unit, c)
 		}
 	}
+	if unit == "concurrent-requests" {
+		return fmt.Errorf("unit %q is an in-flight cap's (NewInFlight)", unit)
+	}
 	if unit != UnitRequests && unit != UnitContentBytes && !strings.Contains(unit[1:], "-") {
 		return fmt.Errorf("unit %q is none of the draft's registry (requests, content-bytes): name a unit of your own with a vendor prefix, as %q", unit, "acme-"+unit)
 	}
-	if unit == "concurrent-requests" {
-		return fmt.Errorf("unit %q is an in-flight cap's (NewInFlight)", unit)
+	if unit != UnitRequests && unit != UnitContentBytes {
+		// A vendor's unit is named, in X-RateLimit-*-<Unit>, by what
+		// follows its prefix.
+		_, name, _ := strings.Cut(unit, "-")
+		switch {
+		case name == "" || strings.HasPrefix(name, "-") || strings.HasSuffix(name, "-"):
+			return fmt.Errorf("unit %q: want a name after the vendor prefix, as \"acme-tokens\"", unit)
+		case name == UnitRequests || name == UnitContentBytes || name == "concurrent-requests":
+			return fmt.Errorf("unit %q would be named %q, as a unit of the draft's registry is: give it a name of its own", unit, name)
+		}
 	}
 	return nil
 }

@@ -130,3 +130,66 @@ func TestClientLeavingMidStreamChargedForWhatWasSent(t *testing.T) {
 		t.Fatalf("bytes used %v, want %d", got, e.Cost)
 	}
 }
+
+// A HEAD request is charged no bytes: net/http sends no content for it,
+// whatever the handler writes; the same GET is charged its body.
+func TestHeadChargesNoBytes(t *testing.T) {
+	clk := newFakeClock(t0)
+	requests := newLimiter(t, clk, "api", limiter.PerMinute(600))
+	down := newBytesLimiter(t, clk, 1<<20)
+	h := newMiddleware(t, requests, middleware.WithBytes(down, nil))(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, strings.Repeat("h", 5000))
+	}))
+	srv := httptest.NewServer(h)
+	for _, method := range []string{http.MethodHead, http.MethodGet} {
+		req, _ := http.NewRequest(method, srv.URL, nil)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	srv.Close() // every handler has returned, and settled
+	if got := usedOf(t, down, "127.0.0.1"); got[0] != 5000 {
+		t.Fatalf("bytes %v, want 5000: the GET's alone", got)
+	}
+}
+
+// A handler that hijacks the connection (a WebSocket upgrade, say) is
+// settled once it returns, at the bytes it wrote through the
+// ResponseWriter: what it writes on the connection is its own, not
+// counted.
+func TestHijackedConnectionNotCounted(t *testing.T) {
+	clk := newFakeClock(t0)
+	requests := newLimiter(t, clk, "api", limiter.PerMinute(600))
+	down := newBytesLimiter(t, clk, 1<<20)
+	observe, settled := settledOnce()
+	h := newMiddleware(t, requests, middleware.WithBytes(down, nil), middleware.WithObserver(observe))(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\nmine")
+		_ = buf.Flush()
+	}))
+	srv := httptest.NewServer(h)
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	srv.Close()
+	if string(body) != "mine" {
+		t.Fatalf("body %q", body)
+	}
+	if e := <-settled; e.Cost != 0 || e.Err != nil {
+		t.Fatalf("settled %+v, want at 0", e)
+	}
+	if got := usedOf(t, down, "127.0.0.1"); got[0] != 0 {
+		t.Fatalf("bytes %v, want 0: what went on the hijacked connection is not counted", got)
+	}
+}

@@ -19,9 +19,12 @@ import (
 //
 // It reports whether a limit took the cost: false, and nothing is
 // counted, for a cost below zero or above limiter.MaxLimit (or one that
-// would take the request's total past it), and for a request with no
-// limit metered in unit (a misspelt unit, a handler outside the
-// middleware, a request exempt or refunded by status).
+// would take the request's total past it), for a request with no charge
+// to settle in unit (a misspelt unit, a handler outside the middleware,
+// an exempt request, a limit that failed open), and once the middleware
+// has settled (a goroutine the handler left behind). A request
+// WithCountIf refunds, by its status once the handler has returned, is
+// charged nothing, whatever was reported.
 func Report(ctx context.Context, unit string, cost int64) bool {
 	return verdict.Report(ctx, unit, cost)
 }

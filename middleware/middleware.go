@@ -225,6 +225,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l.Admit(&c.limits)
+	if l.Answer != verdict.Admit {
+		verdict.Unserved(r.Context()) // the metered limits around settle at nothing
+	}
 	switch l.Answer {
 	case verdict.Gone:
 		clientGone(w)
@@ -421,6 +424,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rec *statusRecor
 			rec = &mr.rec
 		}
 	}
+	if m != nil {
+		m.Arm(l)
+	}
 	if counted || m != nil && c.limits.Bytes {
 		if outer, ok := w.(*statusRecorder); ok {
 			// One recorder per request suffices: an inner middleware
@@ -431,7 +437,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rec *statusRecor
 			if rec == nil {
 				rec = new(statusRecorder)
 			}
-			rec.ResponseWriter = w
+			rec.ResponseWriter, rec.noBody = w, r.Method == http.MethodHead
 			w = rec
 		}
 	}
@@ -483,6 +489,7 @@ func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, p *limiter.P
 	if c.observe != nil {
 		c.observe(Event{Request: r, Policy: p, Outcome: outcome, Err: err})
 	}
+	verdict.Unserved(r.Context())
 	answer(w, r, err)
 }
 
@@ -497,6 +504,7 @@ func (h *handler) resolverFailed(w http.ResponseWriter, r *http.Request, key str
 	if c.observe != nil {
 		c.observe(Event{Request: r, Key: key, Policy: c.rules[0].lim.Policy(), Outcome: Misconfigured, Err: err})
 	}
+	verdict.Unserved(r.Context())
 	c.onError(w, r, err)
 }
 

@@ -194,8 +194,9 @@ func WithInFlight(f *limiter.InFlight, key keyfunc.Func) Option {
 // WithReported adds a limit whose cost is known only once the request has
 // been served, and reported by the handler: the tokens of a model's
 // answer, say. The request is admitted against a reservation, reserve(r)
-// (nil: 1; an estimate from the request, such as a max_tokens), charged
-// at once so that concurrent requests cannot pass the limit, and settled
+// (nil: 1; an estimate from the request, such as a max_tokens, held to
+// [1, limiter.MaxLimit]: a client's 0 reserves 1), charged at once so
+// that concurrent requests cannot pass the limit, and settled
 // once the handler has returned (or panicked, or its client left) at the
 // cost the handler reported with Report(ctx, unit, cost), unit being l's
 // policy's (limiter.Policy.WithUnit: "acme-tokens"), or at its
@@ -205,8 +206,10 @@ func WithInFlight(f *limiter.InFlight, key keyfunc.Func) Option {
 // to settle (*limiter.Limiter on a store that is a limiter.Settler).
 //
 // A middleware with a metered limit (WithReported, WithBytes) charges a
-// request all or nothing: a request any of its limits refuses is charged
-// by none, the rates before the refusal refunded. At most 4 limiters in
+// request all or nothing: a request any of its limits refuses (or that
+// fails, or whose client left, before it is served) is charged by none,
+// the limits before refunded; a request a middleware inside answers
+// itself (its refusal, say) settles the metered limits at nothing. At most 4 limiters in
 // all, New's included; WithCost concerns the others (New's and
 // WithLimiter's). The observer sees each settle as a Settled event, its
 // Cost the actual cost.
@@ -226,7 +229,9 @@ func WithReported(l Limiter, key keyfunc.Func, reserve func(r *http.Request) int
 // RateLimit-Policy field says (qu="content-bytes"). key is the limit's
 // key function (nil: the middleware's). The handler gets a
 // ResponseWriter that counts what it writes and keeps the optional
-// interfaces (see WithCountIf).
+// interfaces (see WithCountIf). The answer to a HEAD, which sends no
+// content, is charged nothing; nor is what a handler writes on a
+// hijacked connection.
 func WithBytes(l Limiter, key keyfunc.Func) Option {
 	return func(c *config) {
 		c.extra = append(c.extra, rule{lim: l, key: key, rule: verdict.Rule{Meter: verdict.Bytes}})

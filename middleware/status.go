@@ -18,6 +18,7 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status   int   // the final status, 0 until one is written
 	hijacked bool  // the handler took the connection: the status is unknown
+	noBody   bool  // the response has no content to count: the answer to a HEAD
 	bytes    int64 // the bytes of content written (WithBytes): what the wrapped writer took
 }
 
@@ -45,7 +46,9 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 		w.status = http.StatusOK
 	}
 	n, err := w.ResponseWriter.Write(b)
-	w.bytes += int64(n)
+	if !w.noBody {
+		w.bytes += int64(n)
+	}
 	return n, err
 }
 
@@ -55,7 +58,9 @@ func (w *statusRecorder) ReadFrom(r io.Reader) (int64, error) {
 		w.status = http.StatusOK
 	}
 	n, err := io.Copy(w.ResponseWriter, r)
-	w.bytes += n
+	if !w.noBody {
+		w.bytes += n
+	}
 	return n, err
 }
 

@@ -237,6 +237,31 @@ func TestClientLeavingChargedForWhatWasStreamed(t *testing.T) {
 	}
 }
 
+// A client that leaves before the model has answered anything is charged
+// the prompt's estimate: the model may have read it.
+func TestClientLeavingBeforeTheAnswer(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	p := newProxy(t, time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC), &model{arrived: arrived})
+	ctx, cancel := context.WithCancel(context.Background())
+	body := fmt.Sprintf(`{"messages":[{"role":"user","content":%q}],"max_tokens":500,"stream":true}`, words(400))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.url+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer key-lumiere")
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-arrived
+	cancel()
+	<-done
+	if e := p.settle(t); e.Cost != 200 {
+		t.Fatalf("settled at %d, want 200: the prompt's estimate, not the reservation of 700", e.Cost)
+	}
+}
+
 // Four calls run at once per key; a fifth is refused until one ends, and
 // charged nothing.
 func TestFourInFlight(t *testing.T) {
@@ -303,6 +328,7 @@ func TestBadRequestsChargeNothing(t *testing.T) {
 		{"key-lumiere", `{"messages":`, http.StatusBadRequest},
 		{"key-lumiere", `{"messages":[]}`, http.StatusBadRequest},
 		{"key-lumiere", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":99999}`, http.StatusBadRequest},
+		{"key-lumiere", fmt.Sprintf(`{"messages":[{"role":"user","content":%q}],"max_tokens":8000}`, strings.Repeat("word ", 30_000)), http.StatusRequestEntityTooLarge},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, p.url+"/v1/chat/completions", strings.NewReader(tt.body))
 		req.Header.Set("Authorization", "Bearer "+tt.key)

@@ -52,9 +52,18 @@ func (c *chatRequest) promptEstimate() int64 {
 type model struct {
 	delay time.Duration
 	gate  <-chan struct{}
+	// arrived, when set, is told of each request, which then waits for
+	// its caller to leave before answering anything: a model slow to
+	// start (a test's).
+	arrived chan<- struct{}
 }
 
 func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if m.arrived != nil {
+		m.arrived <- struct{}{}
+		<-r.Context().Done()
+		return
+	}
 	var req chatRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 || req.MaxTokens <= 0 {
 		http.Error(w, `{"error":"bad request"}`, http.StatusBadRequest)

@@ -88,6 +88,7 @@ func newHandler(c config) (http.Handler, func(), error) {
 		},
 		Transport:      handlerTransport{c.model},
 		ModifyResponse: tapUsage,
+		ErrorHandler:   upstreamFailed,
 		FlushInterval:  -1, // every token as it comes
 	}
 	// byZone is, per zone, the tokens the zone's customers spend (a
@@ -217,6 +218,11 @@ func readChat(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if n := req.promptEstimate() + req.MaxTokens; n > tokensPerMinute {
+			// Never admitted, whatever the wait: no Retry-After helps.
+			http.Error(w, fmt.Sprintf("body: the prompt and max_tokens may cost %d tokens, more than the %d a minute allows", n, tokensPerMinute), http.StatusRequestEntityTooLarge)
+			return
+		}
 		r = r.WithContext(context.WithValue(r.Context(), chatKey{}, &req))
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		next.ServeHTTP(w, r)
@@ -250,6 +256,19 @@ func tapUsage(resp *http.Response) error {
 	}
 	resp.Body = t
 	return nil
+}
+
+// upstreamFailed answers a call the model did not answer (its client
+// left first, or the model failed): the model may have read the prompt,
+// so the call is charged the prompt's estimate, not its reservation.
+func upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if req, ok := r.Context().Value(chatKey{}).(*chatRequest); ok {
+		middleware.Report(r.Context(), tokens, req.promptEstimate())
+	}
+	if r.Context().Err() != nil {
+		return // no one to answer
+	}
+	http.Error(w, "model unavailable", http.StatusBadGateway)
 }
 
 // A usageTap is the body of the model's answer, read by the proxy for its

@@ -293,7 +293,11 @@ func (l *Life) admitRates(lim *Limits) bool {
 			// limit, so shadow mode charges and reports nothing more:
 			// its counts and outcomes are the ones enforcing would
 			// make, not inflated by requests a refusal would have
-			// stopped.
+			// stopped. A door that settles returns the charges before,
+			// as enforcing would.
+			if lim.Settles {
+				l.Refund()
+			}
 			l.Stopped = true
 			break
 		}
@@ -330,6 +334,9 @@ func (l *Life) admitCaps(lim *Limits) {
 		switch outcome {
 		case Canceled:
 			l.Release()
+			if lim.Settles {
+				l.Refund() // not served: charged by none
+			}
 			l.Answer = Gone
 			return
 		case Error:
@@ -337,6 +344,9 @@ func (l *Life) admitCaps(lim *Limits) {
 				continue
 			}
 			l.Release()
+			if lim.Settles {
+				l.Refund()
+			}
 			l.Answer, l.Err = Fail, err
 			return
 		case Denied, ShadowDenied:
@@ -392,14 +402,17 @@ func (l *Life) Refund() {
 // Settle settles every metered rule's charge at its actual cost, once,
 // and tells the observer of each (Settled, with the settle's error if it
 // failed: a store across a network may have applied it all the same);
-// the charges are then forgotten. actual returns a rule's actual cost:
-// what the handler reported, the bytes the response sent, or the
-// reservation for a rule whose handler reported nothing. Like Refund it
+// the charges are then forgotten, and t takes no more reports. actual
+// returns a rule's actual cost: what the handler reported, the bytes the
+// response sent, or the reservation for a rule whose handler reported
+// nothing; a request a door inside answered itself (Unserved) costs
+// nothing. Like Refund it
 // runs once the door has answered: the caller may be gone, so the stores
 // are asked under t.Detached(), the request's context without its
 // cancellation.
 func (l *Life) Settle(t *Tally, actual func(m Meter, unit string, reserved int64) int64) {
 	ctx := t.Detached()
+	served := t.flags.Or(closedFlag)&unservedFlag == 0
 	c := &l.Charged
 	for i := range c.N {
 		r := l.rule(c.Rule[i])
@@ -407,7 +420,10 @@ func (l *Life) Settle(t *Tally, actual func(m Meter, unit string, reserved int64
 			continue
 		}
 		key, reserved := l.Keys[c.Rule[i]], l.Costs[c.Rule[i]]
-		cost := actual(r.Meter, r.Unit, reserved)
+		cost := int64(0) // a request a door inside answered itself cost nothing
+		if served {
+			cost = actual(r.Meter, r.Unit, reserved)
+		}
 		err := r.Settler.Settle(ctx, key, reserved, cost, c.D[i])
 		if l.Observe != nil {
 			l.observe(Event{Key: key, Policy: r.Lim.Policy(), Outcome: Settled, Decision: c.D[i], Err: err, Cost: cost})

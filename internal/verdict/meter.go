@@ -66,7 +66,10 @@ func (lim *Limits) Meter(r *Rule, m Meter) error {
 // Price sets the cost each of the door's rules charges the request at
 // admission: cost for a rule of fixed cost, reserve(i) for rule i
 // metered as Reported (1 when it reports none given), a byte for one
-// metered in Bytes, the least a reservation may be.
+// metered in Bytes, the least a reservation may be. A reservation is
+// held to [1, limiter.MaxLimit]: it often comes from the client (a
+// max_tokens of 0), and one the limiter refused as invalid would fail
+// the request, or, failing open, let it through uncharged.
 func (l *Life) Price(cost int64, reserve func(i int) (int64, bool)) {
 	for i := range l.Rules {
 		switch l.Rules[i].Meter {
@@ -75,7 +78,7 @@ func (l *Life) Price(cost int64, reserve func(i int) (int64, bool)) {
 		case Reported:
 			l.Costs[i] = 1
 			if n, ok := reserve(i); ok {
-				l.Costs[i] = n
+				l.Costs[i] = min(max(n, 1), limiter.MaxLimit)
 			}
 		default:
 			l.Costs[i] = 1

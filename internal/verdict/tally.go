@@ -21,7 +21,48 @@ type Tally struct {
 	// costs are the reported costs, per unit, plus one: 0 for a unit
 	// nothing was reported in.
 	costs [MaxRules]atomic.Int64
+	// flags: bit i, units[i] has a charge to settle (Arm); closed, the
+	// door has settled; unserved, a door inside answered the request
+	// itself (Unserved).
+	flags atomic.Uint32
 }
+
+const (
+	closedFlag   = 1 << MaxRules
+	unservedFlag = 2 << MaxRules
+)
+
+// Arm marks the units of the charges l holds to settle: a unit whose
+// limit failed open has none, and Report does not count in it.
+func (t *Tally) Arm(l *Life) {
+	var live uint32
+	for i := range l.Charged.N {
+		r := l.rule(l.Charged.Rule[i])
+		if r.Meter != Reported {
+			continue
+		}
+		for j, u := range t.units {
+			if u == r.Unit {
+				live |= 1 << j
+			}
+		}
+	}
+	t.flags.Or(live)
+}
+
+// Unserved marks every tally of ctx's request: a door inside the doors
+// that made them answered the request itself (a refusal, an error, a
+// client gone), so that no handler served it, and their metered limits
+// settle at nothing.
+func Unserved(ctx context.Context) {
+	for t, _ := ctx.Value(tallyKey{}).(*Tally); t != nil; t, _ = t.Context.Value(tallyKey{}).(*Tally) {
+		t.flags.Or(unservedFlag)
+	}
+}
+
+// served reports whether a handler served the request (no door inside
+// answered it: Unserved).
+func (t *Tally) served() bool { return t.flags.Load()&unservedFlag == 0 }
 
 // detached is a tally seen as its context without cancellation or
 // deadline, as context.WithoutCancel makes, with no allocation: a settle
@@ -68,11 +109,12 @@ func (t *Tally) Cost(unit string, reserved int64) int64 {
 	return reserved
 }
 
-// add adds cost to unit's; false when t does not count unit or the sum
-// would pass limiter.MaxLimit (then nothing is added).
+// add adds cost to unit's; false when t does not count unit (or has no
+// charge in it to settle, or has settled already) or the sum would pass
+// limiter.MaxLimit (then nothing is added).
 func (t *Tally) add(unit string, cost int64) bool {
 	for i, u := range t.units {
-		if u != unit {
+		if u != unit || t.flags.Load()&(1<<i|closedFlag) != 1<<i {
 			continue
 		}
 		for {
@@ -93,10 +135,10 @@ func (t *Tally) add(unit string, cost int64) bool {
 }
 
 // Report adds cost to what the request of ctx has cost in unit, for each
-// door around it with a rule metered in that unit. It reports whether
+// door around it with a charge to settle in that unit. It reports whether
 // one took it: false for a cost below zero or above limiter.MaxLimit
-// (or one that would take the request's total past it), and for a
-// context of no door metering unit.
+// (or one that would take the request's total past it), for a context of
+// no door metering unit, and once the doors have settled.
 func Report(ctx context.Context, unit string, cost int64) bool {
 	if cost < 0 || cost > limiter.MaxLimit || ctx == nil {
 		return false

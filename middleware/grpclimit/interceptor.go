@@ -186,8 +186,9 @@ func (ic *Interceptor) Unary() grpc.UnaryServerInterceptor { return ic.unary }
 // Stream returns the interceptor for streaming methods, for
 // grpc.StreamInterceptor or grpc.ChainStreamInterceptor. A stream is
 // decided once, when it opens, at the cost WithCost gives it: its
-// messages are not counted. A cap's slot (WithInFlight) is held until
-// the stream ends.
+// messages are not counted, except by a limit settled when the stream
+// ends (WithReported, WithBytes). A cap's slot (WithInFlight) is held
+// until the stream ends.
 func (ic *Interceptor) Stream() grpc.StreamServerInterceptor { return ic.stream }
 
 // unary takes a unary call through its life, as the HTTP middleware
@@ -200,10 +201,12 @@ func (ic *Interceptor) unary(ctx context.Context, req any, info *grpc.UnaryServe
 	}
 	var l verdict.Life
 	if err := ic.identify(ctx, info.FullMethod, &l); err != nil {
+		verdict.Unserved(ctx) // the metered limits around settle at nothing
 		return nil, err
 	}
 	l.Admit(&ic.limits)
 	if err := ic.answer(ctx, info.FullMethod, nil, &l); err != nil {
+		verdict.Unserved(ctx)
 		return nil, err
 	}
 	hctx := ctx
@@ -233,10 +236,12 @@ func (ic *Interceptor) stream(srv any, ss grpc.ServerStream, info *grpc.StreamSe
 	}
 	var l verdict.Life
 	if err := ic.identify(ctx, info.FullMethod, &l); err != nil {
+		verdict.Unserved(ctx) // the metered limits around settle at nothing
 		return err
 	}
 	l.Admit(&ic.limits)
 	if err := ic.answer(ctx, info.FullMethod, ss, &l); err != nil {
+		verdict.Unserved(ctx)
 		return err
 	}
 	st := ic.describe(ctx, ss, &l)

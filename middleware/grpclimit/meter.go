@@ -28,6 +28,7 @@ func (ic *Interceptor) meter(i int, m verdict.Meter) error {
 func (ic *Interceptor) serveMetered(ctx context.Context, req any, handler grpc.UnaryHandler, st *state, l *verdict.Life) (resp any, err error) {
 	t := new(verdict.Tally)
 	t.Init(ctx, ic.limits.Reported)
+	t.Arm(l)
 	var sent int64
 	defer func() {
 		settle(l, t, sent)
@@ -53,6 +54,7 @@ func (ic *Interceptor) streamMetered(srv any, ss grpc.ServerStream, handler grpc
 		ms.ServerStream = st.wrapped
 	}
 	ms.tally.Init(ms.ServerStream.Context(), ic.limits.Reported)
+	ms.tally.Arm(l)
 	defer func() {
 		settle(l, &ms.tally, ms.sent)
 		l.Release()

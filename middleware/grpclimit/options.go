@@ -171,7 +171,8 @@ func WithLimiter(l middleware.Limiter, key KeyFunc) Option {
 // WithReported adds a limit whose cost is known only once the call has
 // been served, and reported by the handler, as middleware.WithReported
 // does for HTTP: the tokens of a model's answer, say. The call is
-// admitted against a reservation, reserve(ctx, fullMethod) (nil: 1),
+// admitted against a reservation, reserve(ctx, fullMethod) (nil: 1;
+// held to [1, limiter.MaxLimit]),
 // charged at once, and settled when the handler returns (a unary call)
 // or the stream ends, on every path (an error, a panic, a client that
 // cancels), at the cost the handler reported with middleware.Report(ctx,
@@ -181,8 +182,10 @@ func WithLimiter(l middleware.Limiter, key KeyFunc) Option {
 // settle (*limiter.Limiter on a store that is a limiter.Settler).
 //
 // An interceptor with a metered limit (WithReported, WithBytes) charges a
-// call all or nothing: a call any of its limits refuses is charged by
-// none, the rates before the refusal refunded. WithCost concerns the
+// call all or nothing: a call any of its limits refuses (or that fails,
+// or whose client left, before it is served) is charged by none, the
+// limits before refunded; a call an interceptor inside answers itself
+// settles the metered limits at nothing. WithCost concerns the
 // other limits. The observer sees each settle as a Settled event, its
 // Cost the actual cost. With headers.WithUnitHeaders, each unit's
 // x-ratelimit-*-<unit> metadata describe its limits.

@@ -274,3 +274,24 @@ func TestMeteredOptionsChecked(t *testing.T) {
 		t.Errorf("NewInFlight with WithReported: %v", err)
 	}
 }
+
+// A call an inner interceptor of the chain refuses is settled at nothing
+// by the metered interceptor around it.
+func TestInnerRefusalSettlesOuterAtNothing(t *testing.T) {
+	requests, tokens, _, _ := meteredLimiters(t)
+	route, _ := newLimiter(t, limiter.MustPolicy("route", limiter.PerMinute(1)), noon30)
+	outer := newInterceptor(t, requests, grpclimit.WithReported(tokens, nil, func(context.Context, string) int64 { return 400 }))
+	inner := newInterceptor(t, route)
+	client := healthpb.NewHealthClient(serveHealth(t, &modelServer{}, nil, interceptors(outer, inner)...))
+	if a := check(t, client, "x-tokens", "10"); a.code != codes.OK {
+		t.Fatalf("first call: %v", a.st)
+	}
+	for range 2 {
+		if a := check(t, client, "x-tokens", "10"); a.code != codes.ResourceExhausted {
+			t.Fatalf("past the route's limit: %v", a.st)
+		}
+	}
+	if got := used(t, tokens, "127.0.0.1"); got != 10 {
+		t.Fatalf("tokens used %d, want 10: the refused calls cost nothing", got)
+	}
+}

@@ -113,7 +113,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: c.namespace,
 			Name:      "store_errors_total",
-			Help:      "Decisions the limiter could not make, by policy and reason.",
+			Help:      "Decisions and settles the limiter could not make, by policy and reason.",
 		}, []string{"policy", "reason"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: c.namespace,
@@ -146,7 +146,7 @@ func (m *Metrics) Observe(e middleware.Event) {
 	} else {
 		m.decisions.WithLabelValues(pm.name, e.Outcome.String()).Inc()
 	}
-	if e.Outcome == middleware.Error {
+	if e.Outcome == middleware.Error || e.Outcome == middleware.Settled && e.Err != nil {
 		m.errors.WithLabelValues(pm.name, m.reason(e.Err)).Inc()
 	}
 	if pm.inFlight != nil {

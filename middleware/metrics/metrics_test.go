@@ -117,7 +117,7 @@ ratelimit_decisions_total{outcome="key_error",policy="rollout"} 0
 ratelimit_decisions_total{outcome="shadow_denied",policy="api"} 0
 ratelimit_decisions_total{outcome="shadow_denied",policy="cache"} 0
 ratelimit_decisions_total{outcome="shadow_denied",policy="rollout"} 1
-` + laterOutcomes("api", "cache", "rollout") + `# HELP ratelimit_store_errors_total Decisions the limiter could not make, by policy and reason.
+` + laterOutcomes("api", "cache", "rollout") + `# HELP ratelimit_store_errors_total Decisions and settles the limiter could not make, by policy and reason.
 # TYPE ratelimit_store_errors_total counter
 ratelimit_store_errors_total{policy="cache",reason="unavailable"} 2
 `
@@ -254,7 +254,7 @@ func TestCustomReasonAndBuckets(t *testing.T) {
 	h := newHandler(t, m, newFailing("cache"))
 	send(h, "192.0.2.1:1")
 	want := `
-# HELP ratelimit_store_errors_total Decisions the limiter could not make, by policy and reason.
+# HELP ratelimit_store_errors_total Decisions and settles the limiter could not make, by policy and reason.
 # TYPE ratelimit_store_errors_total counter
 ratelimit_store_errors_total{policy="cache",reason="redis_down"} 1
 `
@@ -297,7 +297,7 @@ func TestReasonIsSharedWithOtherAdapters(t *testing.T) {
 		want[reason.Of(err)]++
 	}
 	var b strings.Builder
-	b.WriteString("# HELP ratelimit_store_errors_total Decisions the limiter could not make, by policy and reason.\n# TYPE ratelimit_store_errors_total counter\n")
+	b.WriteString("# HELP ratelimit_store_errors_total Decisions and settles the limiter could not make, by policy and reason.\n# TYPE ratelimit_store_errors_total counter\n")
 	for _, r := range slices.Sorted(maps.Keys(want)) {
 		fmt.Fprintf(&b, "ratelimit_store_errors_total{policy=\"api\",reason=%q} %d\n", r, want[r])
 	}
@@ -446,4 +446,25 @@ func value(t *testing.T, reg prometheus.Gatherer, name string, pairs ...string) 
 		}
 	}
 	return -1
+}
+
+// A settle that failed counts as a store error, by its reason, beside its
+// settled outcome; one that succeeded does not.
+func TestFailedSettleIsAStoreError(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, metrics.WithReason(func(error) string { return "timeout" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := limiter.MustPolicy("tokens", limiter.PerMinute(1000)).MustUnit("acme-tokens")
+	m.Observe(middleware.Event{Policy: p, Outcome: middleware.Settled, Cost: 500})
+	m.Observe(middleware.Event{Policy: p, Outcome: middleware.Settled, Cost: 800, Err: errors.New("redisstore: settle: i/o timeout")})
+	want := `
+# HELP ratelimit_store_errors_total Decisions and settles the limiter could not make, by policy and reason.
+# TYPE ratelimit_store_errors_total counter
+ratelimit_store_errors_total{policy="tokens",reason="timeout"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ratelimit_store_errors_total"); err != nil {
+		t.Error(err)
+	}
 }

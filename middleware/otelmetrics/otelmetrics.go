@@ -117,7 +117,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 		metric.WithDescription("Rate-limit decisions by policy and outcome (allowed, denied, shadow_denied, error, key_error, misconfigured, canceled, refunded, key_failed, released, settled)."))
 	m.errors, errs[1] = meter.Int64Counter("ratelimit.store.errors",
 		metric.WithUnit("{error}"),
-		metric.WithDescription("Decisions the limiter could not make, by policy and reason."))
+		metric.WithDescription("Decisions and settles the limiter could not make, by policy and reason."))
 	m.duration, errs[2] = meter.Float64Histogram("ratelimit.decision.duration",
 		metric.WithUnit("s"),
 		metric.WithDescription("Time the limiter took to answer, by policy."),
@@ -147,7 +147,7 @@ func (m *Metrics) Observe(e middleware.Event) {
 	o := pm.outcome(e.Outcome)
 	m.decisions.Add(ctx, 1, o.add...)
 	why := ""
-	if e.Outcome == middleware.Error {
+	if e.Outcome == middleware.Error || e.Outcome == middleware.Settled && e.Err != nil {
 		why = m.reason(e.Err)
 		m.errors.Add(ctx, 1, pm.errorOptions(why)...)
 	}

@@ -173,7 +173,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	}, got["ratelimit.decisions"], metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 	metricdatatest.AssertEqual(t, metricdata.Metrics{
 		Name:        "ratelimit.store.errors",
-		Description: "Decisions the limiter could not make, by policy and reason.",
+		Description: "Decisions and settles the limiter could not make, by policy and reason.",
 		Unit:        "{error}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
