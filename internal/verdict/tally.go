@@ -60,10 +60,6 @@ func Unserved(ctx context.Context) {
 	}
 }
 
-// served reports whether a handler served the request (no door inside
-// answered it: Unserved).
-func (t *Tally) served() bool { return t.flags.Load()&unservedFlag == 0 }
-
 // detached is a tally seen as its context without cancellation or
 // deadline, as context.WithoutCancel makes, with no allocation: a settle
 // runs after the request may be gone.
