@@ -304,6 +304,9 @@ func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Li
 	})
 	if c.resolve != nil && len(l.Rules) > 0 {
 		if rl := c.resolve(r); rl != nil {
+			if u, ok := rl.(*verdict.Unavailable); ok {
+				rl = u.For(c.rules[0].lim.Policy()) // decided as a store that failed
+			}
 			if err := verdict.Check(rl); err != nil {
 				h.resolverFailed(w, r, l.Keys[0], err)
 				return false

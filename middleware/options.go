@@ -258,6 +258,12 @@ func WithCost(f func(r *http.Request) int64) Option {
 // error handler (500) and reported as Misconfigured, with an error
 // wrapping ErrMisconfigured. Limiters added with WithLimiter are not
 // resolved.
+//
+// A resolver whose lookup failed (the plans' database is down) returns
+// Unavailable(err): the request then takes the failure policy, as for a
+// store that failed: the error handler (500), or through uncharged by
+// that limit with WithFailOpen; the observer sees an Error outcome under
+// New's limiter's policy, with err.
 func WithResolver(f func(r *http.Request) Limiter) Option {
 	return func(c *config) { c.resolve, c.given = f, c.given|givenResolver }
 }
@@ -386,3 +392,9 @@ func optionOf(extra []rule) string {
 	}
 	return verdict.OptionOf(extra[0].rule.Meter)
 }
+
+// Unavailable returns the Limiter a resolver (WithResolver, here and in
+// grpclimit) returns when it could not look the request's limiter up,
+// err saying why: the request takes the failure policy, as for a store
+// that failed, charged nothing by that limit.
+func Unavailable(err error) Limiter { return &verdict.Unavailable{Err: err} }

@@ -257,3 +257,36 @@ func TestResolverTypedNilIs500(t *testing.T) {
 		}
 	}
 }
+
+// A resolver whose plan lookup failed returns Unavailable: the request
+// takes the failure policy, as for a store that failed: 500 by the error
+// handler, or through with WithFailOpen, charged nothing either way; the
+// observer sees Error under New's limiter's policy, with the lookup's
+// error.
+func TestResolverLookupFailureTakesTheFailurePolicy(t *testing.T) {
+	dbDown := errors.New("plans: connection refused")
+	for _, failOpen := range []bool{false, true} {
+		clk := newFakeClock(t0)
+		base := newLimiter(t, clk, "plan", limiter.PerMinute(5))
+		rec := &recorder{}
+		opts := []middleware.Option{middleware.WithObserver(rec.observe), middleware.WithResolver(func(*http.Request) middleware.Limiter {
+			return middleware.Unavailable(dbDown)
+		})}
+		want := http.StatusInternalServerError
+		if failOpen {
+			opts, want = append(opts, middleware.WithFailOpen()), http.StatusOK
+		}
+		h := newMiddleware(t, base, opts...)(&okHandler{})
+		w := call(h, "192.0.2.1:1")
+		if w.Code != want || strings.Contains(w.Body.String(), "refused") {
+			t.Fatalf("fail open %v: %d %q, want %d without the error's text", failOpen, w.Code, w.Body, want)
+		}
+		if len(rec.events) != 1 || rec.events[0].Outcome != middleware.Error || !errors.Is(rec.events[0].Err, dbDown) ||
+			rec.events[0].Policy != base.Policy() || rec.events[0].FailOpen != failOpen {
+			t.Fatalf("fail open %v: events %+v, want one Error under %q with the lookup's error", failOpen, rec.events, base.Policy().Name())
+		}
+		if u, err := base.Usage(context.Background(), "192.0.2.1"); err != nil || u.Windows[0].Used != 0 {
+			t.Fatalf("fail open %v: usage %+v, %v; want nothing charged", failOpen, u, err)
+		}
+	}
+}

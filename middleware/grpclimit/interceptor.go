@@ -328,6 +328,9 @@ func (ic *Interceptor) identify(ctx context.Context, method string, l *verdict.L
 	})
 	if ic.resolve != nil && len(l.Rules) > 0 {
 		if rl := ic.resolve(ctx, method); rl != nil {
+			if u, ok := rl.(*verdict.Unavailable); ok {
+				rl = u.For(first.lim.Policy()) // decided as a store that failed
+			}
 			if err := verdict.Check(rl); err != nil {
 				return ic.resolverFailed(ctx, method, l.Keys[0], first.lim.Policy(), err)
 			}

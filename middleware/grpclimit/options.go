@@ -231,6 +231,11 @@ func WithMethods(m map[string]middleware.Limiter) Option {
 // reported as Misconfigured with an error wrapping
 // middleware.ErrMisconfigured, never a panic. Limiters added with
 // WithLimiter are not resolved.
+//
+// A resolver whose lookup failed returns middleware.Unavailable(err): the
+// call takes the failure policy, as for a store that failed
+// (UNAVAILABLE, or the error handler's answer; through with
+// WithFailOpen).
 func WithResolver(f func(ctx context.Context, fullMethod string) middleware.Limiter) Option {
 	return func(c *config) { c.resolve, c.given = f, c.given|givenResolver }
 }

@@ -337,3 +337,38 @@ func (f *failing) Allow(context.Context, string, int64) (limiter.Decision, error
 }
 
 func (f *failing) Policy() *limiter.Policy { return f.p }
+
+// A resolver whose plan lookup failed returns middleware.Unavailable:
+// the call takes the failure policy, UNAVAILABLE (or through with
+// WithFailOpen), charged nothing; the observer sees Error with the
+// lookup's error.
+func TestResolverLookupFailureTakesTheFailurePolicy(t *testing.T) {
+	dbDown := errors.New("plans: connection refused")
+	for _, failOpen := range []bool{false, true} {
+		base, _ := newLimiter(t, limiter.MustPolicy("plan", limiter.PerMinute(5)), noon30)
+		var (
+			mu     sync.Mutex
+			events []middleware.Event
+		)
+		opts := []grpclimit.Option{
+			grpclimit.WithObserver(func(e middleware.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }),
+			grpclimit.WithResolver(func(context.Context, string) middleware.Limiter { return middleware.Unavailable(dbDown) }),
+		}
+		want := codes.Unavailable
+		if failOpen {
+			opts, want = append(opts, grpclimit.WithFailOpen()), codes.OK
+		}
+		client := serve(t, interceptors(newInterceptor(t, base, opts...))...)
+		if a := check(t, client); a.code != want || strings.Contains(a.st.Message(), "refused") {
+			t.Fatalf("fail open %v: %v, want %v without the error's text", failOpen, a.st, want)
+		}
+		mu.Lock()
+		if len(events) != 1 || events[0].Outcome != middleware.Error || !errors.Is(events[0].Err, dbDown) || events[0].Policy != base.Policy() {
+			t.Fatalf("fail open %v: events %+v, want one Error with the lookup's error", failOpen, events)
+		}
+		mu.Unlock()
+		if u, err := base.Usage(context.Background(), "127.0.0.1"); err != nil || u.Windows[0].Used != 0 {
+			t.Fatalf("fail open %v: usage %+v, %v; want nothing charged", failOpen, u, err)
+		}
+	}
+}
