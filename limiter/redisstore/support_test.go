@@ -221,3 +221,90 @@ func hot(t *testing.T, l *limiter.Limiter, clk *limitertest.Clock, n int) {
 		clk.Advance(10 * time.Millisecond)
 	}
 }
+
+// TestThreeReplicasOneCustomerMonth: three replicas (a store each, one
+// Redis, one prefix, the over-limit cache on) and a customer who spent
+// 1,000 of a month of 1,000. A plan change on one replica keeps that
+// usage; a deploy raising the limit on another keeps it; during the
+// rolling deploy the replica still at 1,000 refuses past 1,000 while the
+// one at 2,000 admits up to 2,000 in all; a Reset on one replica lets the
+// customer through on the other two within a second, their caches
+// refusing until then.
+func TestThreeReplicasOneCustomerMonth(t *testing.T) {
+	ctx := context.Background()
+	clk := limitertest.New(t0)
+	month := limiter.MustPolicy("plan", limiter.PerMonthIn(1000, time.UTC))
+	prefix := testPrefix(t)
+	var (
+		stores [3]*Store
+		ls     [3]*limiter.Limiter
+		monos  [3]*atomic.Int64
+	)
+	for i := range stores {
+		s, err := New(redistest.Client(t, redistest.SharedAddr), WithPrefix(prefix), WithTimeout(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i], monos[i] = s, fakeMono(s)
+		ls[i] = newLimiter(t, month, s, clk)
+	}
+	for i, cost := range []int64{334, 333, 333} {
+		if d, err := ls[i].Allow(ctx, "acme", cost); err != nil || !d.Allowed {
+			t.Fatalf("replica %d spends %d: %+v, %v", i+1, cost, d, err)
+		}
+	}
+	for i, l := range ls {
+		if d, _ := l.Allow(ctx, "acme", 1); d.Allowed {
+			t.Fatalf("replica %d admitted past 1,000 of 1,000", i+1)
+		}
+	}
+	// A plan change on replica 2: the same usage under 2,000.
+	pro, err := ls[1].WithLimits(2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := pro.Allow(ctx, "acme", 1); err != nil || !d.Allowed || d.Remaining != 999 {
+		t.Fatalf("after the plan change: %+v, %v; want admitted with 999 of 2,000 left", d, err)
+	}
+	// A deploy raising the limit on replica 3: its limiter made anew.
+	if err := ls[2].Close(); err != nil {
+		t.Fatal(err)
+	}
+	ls[2] = newLimiter(t, limiter.MustPolicy("plan", limiter.PerMonthIn(2000, time.UTC)), stores[2], clk)
+	if d, err := ls[2].Allow(ctx, "acme", 1); err != nil || !d.Allowed || d.Remaining != 998 {
+		t.Fatalf("after the deploy: %+v, %v; want admitted with 998 of 2,000 left", d, err)
+	}
+	// The rolling deploy: replica 1, still at 1,000, refuses; replica 3,
+	// at 2,000, admits until 2,000 in all.
+	if d, _ := ls[0].Allow(ctx, "acme", 1); d.Allowed {
+		t.Fatal("replica 1, at 1,000, admitted at 1,002")
+	}
+	if d, err := ls[2].Allow(ctx, "acme", 998); err != nil || !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("replica 3 to 2,000: %+v, %v", d, err)
+	}
+	if d, _ := ls[2].Allow(ctx, "acme", 1); d.Allowed {
+		t.Fatal("replica 3 admitted past 2,000")
+	}
+	u, err := ls[2].Usage(ctx, "acme")
+	if err != nil || u.Windows[0].Used != 2000 {
+		t.Fatalf("usage %+v, %v; want 2,000 used, one usage for both versions", u, err)
+	}
+	// Replicas 1 and 2 now refuse from their caches.
+	for i := range 2 {
+		cached := stores[i].Stats().Cached
+		if d, _ := ls[i].Allow(ctx, "acme", 1); d.Allowed || stores[i].Stats().Cached != cached+1 {
+			t.Fatalf("replica %d: %+v, want refused from its cache", i+1, d)
+		}
+	}
+	if err := ls[2].Reset(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(maxLocalAge + time.Millisecond)
+	for i := range 2 {
+		monos[i].Add(int64(maxLocalAge + time.Millisecond))
+		if d, err := ls[i].Allow(ctx, "acme", 1); err != nil || !d.Allowed {
+			t.Fatalf("replica %d a second after replica 3's Reset: %+v, %v; want admitted", i+1, d, err)
+		}
+	}
+}
