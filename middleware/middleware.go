@@ -464,12 +464,11 @@ func (h *handler) settle(rec *statusRecorder, m *verdict.Tally, l *verdict.Life,
 		}
 	}
 	if m != nil {
-		l.Settle(m, func(meter verdict.Meter, unit string, reserved int64) int64 {
-			if meter == verdict.Bytes {
-				return rec.bytes
-			}
-			return m.Cost(unit, reserved)
-		})
+		var sent int64
+		if rec != nil {
+			sent = rec.bytes
+		}
+		l.Settle(m, sent)
 	}
 	l.Release()
 }

@@ -402,15 +402,14 @@ func (l *Life) Refund() {
 // Settle settles every metered rule's charge at its actual cost, once,
 // and tells the observer of each (Settled, with the settle's error if it
 // failed: a store across a network may have applied it all the same);
-// the charges are then forgotten, and t takes no more reports. actual
-// returns a rule's actual cost: what the handler reported, the bytes the
-// response sent, or the reservation for a rule whose handler reported
-// nothing; a request a door inside answered itself (Unserved) costs
-// nothing. Like Refund it
-// runs once the door has answered: the caller may be gone, so the stores
-// are asked under t.Detached(), the request's context without its
-// cancellation.
-func (l *Life) Settle(t *Tally, actual func(m Meter, unit string, reserved int64) int64) {
+// the charges are then forgotten, and t takes no more reports. A
+// Reported rule's actual cost is what the handler reported to t, or its
+// reservation if it reported nothing; a Bytes rule's is sent, the bytes
+// the door counted; a request a door inside answered itself (Unserved)
+// costs nothing. Like Refund it runs once the door has answered: the
+// caller may be gone, so the stores are asked under t.Detached(), the
+// request's context without its cancellation.
+func (l *Life) Settle(t *Tally, sent int64) {
 	ctx := t.Detached()
 	served := t.flags.Or(closedFlag)&unservedFlag == 0
 	c := &l.Charged
@@ -420,9 +419,13 @@ func (l *Life) Settle(t *Tally, actual func(m Meter, unit string, reserved int64
 			continue
 		}
 		key, reserved := l.Keys[c.Rule[i]], l.Costs[c.Rule[i]]
-		cost := int64(0) // a request a door inside answered itself cost nothing
-		if served {
-			cost = actual(r.Meter, r.Unit, reserved)
+		var cost int64 // a request a door inside answered itself cost nothing
+		switch {
+		case !served:
+		case r.Meter == Bytes:
+			cost = sent
+		default:
+			cost = t.cost(r.Unit, reserved)
 		}
 		err := r.Settler.Settle(ctx, key, reserved, cost, c.D[i])
 		if l.Observe != nil {

@@ -92,8 +92,8 @@ func (t *Tally) Value(key any) any {
 	return t.Context.Value(key)
 }
 
-// Cost returns the cost reported in unit, or reserved if none was.
-func (t *Tally) Cost(unit string, reserved int64) int64 {
+// cost returns the cost reported in unit, or reserved if none was.
+func (t *Tally) cost(unit string, reserved int64) int64 {
 	for i, u := range t.units {
 		if u == unit {
 			if v := t.costs[i].Load(); v > 0 {

@@ -31,7 +31,7 @@ func (ic *Interceptor) serveMetered(ctx context.Context, req any, handler grpc.U
 	t.Arm(l)
 	var sent int64
 	defer func() {
-		settle(l, t, sent)
+		l.Settle(t, sent)
 		l.Release()
 	}()
 	resp, err = handler(t, req)
@@ -56,7 +56,7 @@ func (ic *Interceptor) streamMetered(srv any, ss grpc.ServerStream, handler grpc
 	ms.tally.Init(ms.ServerStream.Context(), ic.limits.Reported)
 	ms.tally.Arm(l)
 	defer func() {
-		settle(l, &ms.tally, ms.sent)
+		l.Settle(&ms.tally, ms.sent)
 		l.Release()
 	}()
 	err := handler(srv, ms)
@@ -64,17 +64,6 @@ func (ic *Interceptor) streamMetered(srv any, ss grpc.ServerStream, handler grpc
 		st.flush()
 	}
 	return err
-}
-
-// settle settles l's metered limits: a reported one at what t holds (its
-// reservation if nothing was reported), a bytes one at sent.
-func settle(l *verdict.Life, t *verdict.Tally, sent int64) {
-	l.Settle(t, func(m verdict.Meter, unit string, reserved int64) int64 {
-		if m == verdict.Bytes {
-			return sent
-		}
-		return t.Cost(unit, reserved)
-	})
 }
 
 // A meteredStream is the stream a handler with limits to settle gets: its
