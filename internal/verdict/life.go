@@ -411,7 +411,8 @@ func (l *Life) Refund() {
 // request's context without its cancellation.
 func (l *Life) Settle(t *Tally, sent int64) {
 	ctx := t.Detached()
-	served := t.flags.Or(closedFlag)&unservedFlag == 0
+	tot := t.close()
+	served := t.flags.Load()&unservedFlag == 0
 	c := &l.Charged
 	for i := range c.N {
 		r := l.rule(c.Rule[i])
@@ -425,7 +426,7 @@ func (l *Life) Settle(t *Tally, sent int64) {
 		case r.Meter == Bytes:
 			cost = sent
 		default:
-			cost = t.cost(r.Unit, reserved)
+			cost = t.cost(&tot, r.Unit, reserved)
 		}
 		err := r.Settler.Settle(ctx, key, reserved, cost, c.D[i])
 		if l.Observe != nil {

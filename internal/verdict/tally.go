@@ -19,17 +19,21 @@ type Tally struct {
 	context.Context
 	units []string // the units the door's metered rules count in, each once
 	// costs are the reported costs, per unit, plus one: 0 for a unit
-	// nothing was reported in.
+	// nothing was reported in; closedBit set once the door has settled.
+	// The bit lives in the word the reports add to, so that a report
+	// and the settle that closes the tally are ordered by one
+	// compare-and-swap: a report is counted if and only if it was taken.
 	costs [MaxRules]atomic.Int64
-	// flags: bit i, units[i] has a charge to settle (Arm); closed, the
-	// door has settled; unserved, a door inside answered the request
-	// itself (Unserved).
+	// flags: bit i, units[i] has a charge to settle (Arm); unserved, a
+	// door inside answered the request itself (Unserved).
 	flags atomic.Uint32
 }
 
 const (
-	closedFlag   = 1 << MaxRules
-	unservedFlag = 2 << MaxRules
+	unservedFlag = 1 << MaxRules
+	// closedBit marks a unit's cost closed: above every sum a report
+	// may reach (limiter.MaxLimit + 1 < 2^50).
+	closedBit = 1 << 62
 )
 
 // Arm marks the units of the charges l holds to settle: a unit whose
@@ -92,11 +96,32 @@ func (t *Tally) Value(key any) any {
 	return t.Context.Value(key)
 }
 
+// totals are a closed tally's costs, per unit of its units, as its
+// reports left them: plus one, 0 for a unit nothing was reported in.
+type totals [MaxRules]int64
+
+// close takes no more reports and returns the costs reported: each
+// unit's word is swapped to closed with what it held, so that a report
+// either landed before (and is in the totals) or finds it closed (and
+// is refused). Closing twice returns the same totals.
+func (t *Tally) close() (tot totals) {
+	for i := range t.units {
+		for {
+			old := t.costs[i].Load()
+			if t.costs[i].CompareAndSwap(old, old|closedBit) {
+				tot[i] = old &^ closedBit
+				break
+			}
+		}
+	}
+	return tot
+}
+
 // cost returns the cost reported in unit, or reserved if none was.
-func (t *Tally) cost(unit string, reserved int64) int64 {
+func (t *Tally) cost(tot *totals, unit string, reserved int64) int64 {
 	for i, u := range t.units {
 		if u == unit {
-			if v := t.costs[i].Load(); v > 0 {
+			if v := tot[i]; v > 0 {
 				return v - 1
 			}
 			break
@@ -110,11 +135,14 @@ func (t *Tally) cost(unit string, reserved int64) int64 {
 // limiter.MaxLimit (then nothing is added).
 func (t *Tally) add(unit string, cost int64) bool {
 	for i, u := range t.units {
-		if u != unit || t.flags.Load()&(1<<i|closedFlag) != 1<<i {
+		if u != unit || t.flags.Load()&(1<<i) == 0 {
 			continue
 		}
 		for {
 			old := t.costs[i].Load()
+			if old&closedBit != 0 {
+				return false
+			}
 			sum := cost
 			if old > 0 {
 				sum += old - 1
