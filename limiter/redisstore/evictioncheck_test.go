@@ -181,3 +181,53 @@ func TestMemoryPolicyRiskCluster(t *testing.T) {
 	}
 	t.Logf("%q", got)
 }
+
+// TestPingWarnsOfARiskyMemoryPolicy: a service with no observer learns of
+// a risky maxmemory policy from Ping, which still succeeds, so that the
+// service starts; a safe policy, and a server that refuses CONFIG GET,
+// give no warning (issue 36).
+func TestPingWarnsOfARiskyMemoryPolicy(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		acl  bool // ask as a user without +config
+		warn bool
+	}{
+		{"volatile_lru", []string{"--maxmemory", "6mb", "--maxmemory-policy", "volatile-lru"}, false, true},
+		{"noeviction_with_maxmemory", []string{"--maxmemory", "6mb", "--maxmemory-policy", "noeviction"}, false, true},
+		{"volatile_lfu", []string{"--maxmemory", "6mb", "--maxmemory-policy", "volatile-lfu"}, false, false},
+		{"no_maxmemory", nil, false, false},
+		{"config_refused", []string{"--maxmemory", "6mb", "--maxmemory-policy", "volatile-lru"}, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.StartServer(t, tt.args...)
+			c := redistest.Client(t, srv.Addr())
+			if tt.acl {
+				if err := c.Do(context.Background(), "ACL", "SETUSER", "limiter", "on", ">secret", "~*", "&*", "+@all", "-config").Err(); err != nil {
+					t.Fatalf("ACL SETUSER: %v", err)
+				}
+				c = redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "limiter", Password: "secret", ContextTimeoutEnabled: true})
+				t.Cleanup(func() { c.Close() })
+			}
+			s, err := New(c) // no observer
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			warnings, err := s.Ping(checkCtx(t))
+			if err != nil {
+				t.Fatalf("Ping: %v, want nil: a risky policy must not fail the start", err)
+			}
+			if got := len(warnings) > 0; got != tt.warn {
+				t.Fatalf("Ping warnings %q, want a warning: %v", warnings, tt.warn)
+			}
+			for _, w := range warnings {
+				if !strings.Contains(w, srv.Addr()) || !strings.Contains(w, "use "+recommendedPolicy) || !strings.HasPrefix(w, "redisstore: ") {
+					t.Errorf("warning %q: want it to start with redisstore:, name %s and advise %s", w, srv.Addr(), recommendedPolicy)
+				}
+			}
+			t.Logf("%q", warnings)
+		})
+	}
+}

@@ -152,7 +152,7 @@ func TestPing(t *testing.T) {
 			defer s.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			err = s.Ping(ctx)
+			_, err = s.Ping(ctx)
 			if tt.wantReason == "" {
 				if err != nil {
 					t.Fatalf("Ping: %v, want nil", err)
@@ -170,7 +170,7 @@ func TestPing(t *testing.T) {
 func TestPingCluster(t *testing.T) {
 	cl := redistest.SharedCluster(t)
 	s := newStore(t, cl.Client(t))
-	if err := s.Ping(context.Background()); err != nil {
+	if _, err := s.Ping(context.Background()); err != nil {
 		t.Fatalf("Ping on a healthy Cluster: %v", err)
 	}
 }

@@ -65,7 +65,8 @@ const (
 	// set: every decision fails with OOM once Redis is full; LRU, TTL or
 	// random eviction: spent counters evicted, their budgets start
 	// again). Err names the server and what to set instead. The store
-	// works all the same.
+	// works all the same. A service with no observer sees the same line
+	// among Ping's warnings.
 	RiskyMemoryPolicy
 	// KeysDeclared: the server Node refused a script call for the keys it
 	// declared (none, for a Cluster master's node call; the keys of many

@@ -33,11 +33,22 @@ const defaultPingTimeout = 5 * time.Second
 // (an ACL user without EVALSHA or EVAL, or without the prefix's keys, is
 // "permission_denied"; its counter expires within the expiry margin).
 // The failure policy does not apply: WithFailOpen and WithFailLocal
-// answer decisions, not Ping. Call it once after New, and fail the start
-// or log its error:
+// answer decisions, not Ping.
 //
-//	if err := store.Ping(ctx); err != nil {
+// Beside the error, Ping returns warnings: settings that let the store
+// decide but turn against the limit, one line each, naming the server
+// and what to set instead. Today that is a risky maxmemory policy (see
+// RiskyMemoryPolicy: under volatile-lru a flood of fresh keys evicts
+// spent clients' counters, whose budgets start again); a server that
+// refuses CONFIG GET is not judged. A warning is no failure: log it, and
+// start. Call Ping once after New:
+//
+//	warnings, err := store.Ping(ctx)
+//	if err != nil {
 //		log.Fatalf("rate limits: %v", err) // redisstore: ping 10.0.0.7:6379: connection refused: dial tcp ...
+//	}
+//	for _, w := range warnings {
+//		log.Printf("rate limits: %s", w) // redisstore: 10.0.0.7:6379: maxmemory 6291456 with maxmemory-policy volatile-lru: ...
 //	}
 //
 // A context without a deadline is given 5 s. On a Cluster every master
@@ -45,9 +56,9 @@ const defaultPingTimeout = 5 * time.Second
 // its key belongs to. A host that refuses a script call declaring no key
 // (see WithDeclaredKeys) is asked again with a key of Ping's declared,
 // and the store declares every key from then on.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) (warnings []string, err error) {
 	if s.closed.Load() {
-		return limiter.ErrClosed
+		return nil, limiter.ErrClosed
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -55,13 +66,18 @@ func (s *Store) Ping(ctx context.Context) error {
 		defer cancel()
 	}
 	if err := s.pingServers(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	req := limiter.Request{Key: pingKey, Policy: pingPolicy, Now: time.Now(), Cost: 1}
 	if _, err := s.batch.do(ctx, &req, 0, time.Now().Add(s.cfg.timeout), false); err != nil {
-		return fmt.Errorf("redisstore: ping: probe decision: %w", err)
+		return nil, fmt.Errorf("redisstore: ping: probe decision: %w", err)
 	}
-	return nil
+	// Every server answered: one that cannot say its settings now is
+	// not judged, as one that refuses CONFIG is not.
+	if risk, _ := memoryPolicyRisk(ctx, s.client); risk != "" {
+		warnings = append(warnings, "redisstore: "+risk)
+	}
+	return warnings, nil
 }
 
 // pingServers has every server of the client run the store's script with
