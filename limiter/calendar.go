@@ -121,10 +121,22 @@ func calendarSpan(r Rate) span {
 // windowID returns the id of the span's window that holds ms: the
 // window's start for a calendar rate.
 func (sp *span) windowID(ms int64) int64 {
-	if sp.cal != nil {
-		start, _ := sp.cal.Window(ms)
-		return start
-	}
-	id, _, _ := window.ID(ms, sp.ms)
+	id, _ := sp.window(ms)
 	return id
+}
+
+// windowEnd returns the end (Unix ms) of the span's window that holds ms.
+func (sp *span) windowEnd(ms int64) int64 {
+	_, end := sp.window(ms)
+	return end
+}
+
+// window returns the id and the end of the span's window that holds ms.
+func (sp *span) window(ms int64) (id, end int64) {
+	if sp.cal != nil {
+		start, end := sp.cal.Window(ms)
+		return start, end
+	}
+	id, _, end = window.ID(ms, sp.ms)
+	return id, end
 }

@@ -115,6 +115,10 @@ type memShard struct {
 	n      int         // counters held, over all tables
 	first  memTable    // the first window length seen, inline: read on the lock's cache lines
 	tables []*memTable // every table, first included once used
+	// resets are the windows Reset cleared (resetmark.go), read by
+	// returns alone, on a line of their own.
+	resets map[resetKey]resetMark
+	_      [56]byte // to a multiple of 64 bytes (TestMemShardSize)
 }
 
 type memTable struct {
@@ -474,9 +478,11 @@ func packCount(count int64, sp span) int64 {
 // countOf returns the count a slot value holds.
 func countOf(v int64) int64 { return v & countMask }
 
-// Reset forgets key's counters under p, in whatever window they are: now
-// is not needed.
-func (s *MemoryStore) Reset(ctx context.Context, key string, p *Policy, _ time.Time) error {
+// Reset forgets key's counters under p, in whatever window they are, and
+// marks its windows reset at now, so that a return of a charge decided
+// at or before it (a refund, a settle below its reservation) gives
+// nothing back into the fresh budget.
+func (s *MemoryStore) Reset(ctx context.Context, key string, p *Policy, now time.Time) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -494,6 +500,7 @@ func (s *MemoryStore) Reset(ctx context.Context, key string, p *Policy, _ time.T
 			}
 		}
 	}
+	sh.markReset(h, p, max(min(now.UnixMilli(), msBound), -msBound))
 	return nil
 }
 
@@ -573,8 +580,8 @@ func (s *MemoryStore) refund(req *Request, d *Decision) {
 	for i := range p.spans {
 		sp := &p.spans[i]
 		id := sp.windowID(d.nowMs)
-		if sp.windowID(ms) != id {
-			continue // ended: a refund never lends to a later window
+		if sp.windowID(ms) != id || sh.resetSince(h, sp, d.nowMs) {
+			continue // ended, or reset since: a refund never lends to a later budget
 		}
 		for _, t := range sh.tables {
 			if t.windowMs != sp.key || t.id != id {

@@ -138,20 +138,25 @@ func appendKeys(dst []string, prefix, key string, pk *policyKeys, n int, clock c
 			w, _, _ := pk.window(i, ms)
 			id = strconv.AppendInt(num[:0], w, 10)
 		}
-		// One allocation per key: this runs for every window of every
-		// decision.
-		var b strings.Builder
-		b.Grow(len(prefix) + len(t) + len(pk.suffix[i]) + len(id) + 3)
-		b.WriteString(prefix)
-		b.WriteByte('{')
-		b.WriteString(t)
-		b.WriteByte('}')
-		b.WriteString(pk.suffix[i])
-		if id != nil {
-			b.WriteByte(':')
-			b.Write(id)
-		}
-		dst = append(dst, b.String())
+		dst = append(dst, windowKey(prefix, t, pk.suffix[i], ":", id))
 	}
 	return dst
+}
+
+// windowKey returns "<prefix>{<t>}<suffix>", and sep and tail after it
+// when tail is not empty, in one allocation: this runs for every window
+// of every decision.
+func windowKey(prefix, t, suffix, sep string, tail []byte) string {
+	var b strings.Builder
+	b.Grow(len(prefix) + len(t) + len(suffix) + len(sep) + len(tail) + 2)
+	b.WriteString(prefix)
+	b.WriteByte('{')
+	b.WriteString(t)
+	b.WriteByte('}')
+	b.WriteString(suffix)
+	if len(tail) > 0 {
+		b.WriteString(sep)
+		b.Write(tail)
+	}
+	return b.String()
 }

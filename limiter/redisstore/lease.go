@@ -97,8 +97,17 @@ type leaseEntry struct {
 	offset     int64                     // serverClock: Redis's ms = t + offset
 	first      int64                     // serverClock: the span's start, Redis's ms
 	held       int64                     // units leased and not yet spent, in the span
-	after      [limiter.MaxWindows]int64 // each window's count in Redis after the last grant
-	spent      int64                     // units spent from the lease in the span: what a refund may return to it
+	// The grants' instants, as decisions are dated (the limiter's clock,
+	// or Redis's TIME under serverClock), for the reset marks (reset.lua):
+	// what a lease holds unspent goes back dated by the grant that
+	// leased it, and a Reset since returns nothing of it. older of held
+	// were leased before the latest grant, at olderAt or later, and are
+	// spent first; the rest at latestAt. firstAt is the span's first
+	// grant's.
+	older                      int64
+	olderAt, latestAt, firstAt int64
+	after                      [limiter.MaxWindows]int64 // each window's count in Redis after the last grant
+	spent                      int64                     // units spent from the lease in the span: what a refund may return to it
 
 	// Demand: cost asked of this replica since the instant since.
 	seen, since int64
@@ -217,10 +226,8 @@ func (l *leases) insert(sh *shard[*leaseEntry], k shardKey, t int64) *leaseEntry
 // every replica.
 func (e *leaseEntry) observe(t, cost int64) (left leftover) {
 	if e.known && (t >= e.end || t < e.start) {
-		if e.held > 0 {
-			left = leftover{units: e.held, at: e.first}
-		}
-		e.known, e.held, e.spent, e.seen = false, 0, 0, 0
+		left = e.leftover()
+		e.known, e.held, e.older, e.spent, e.seen = false, 0, 0, 0, 0
 	}
 	if e.seen == 0 {
 		e.since = t
@@ -260,6 +267,7 @@ func (l *leases) spend(e *leaseEntry, req *limiter.Request, t int64) (d limiter.
 		return d, false
 	}
 	e.held -= req.Cost
+	e.older -= min(e.older, req.Cost)
 	e.spent += req.Cost
 	return limiter.AtMost(d, e.held), true
 }
@@ -359,6 +367,17 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 	}
 	switch {
 	case e.known && ids == e.ids:
+		if r.granted > 0 {
+			if e.held > 0 {
+				// What was held is now older than the latest grant,
+				// dated by the earliest grant it may come from.
+				if e.older == 0 {
+					e.olderAt = e.latestAt
+				}
+				e.older = e.held
+			}
+			e.latestAt = ms
+		}
 		e.held += r.granted
 		e.end = max(e.end, end) // a later grant, a later second
 		if r.allowed {
@@ -367,7 +386,7 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 	case !e.known || end > e.end:
 		// A newer span: what was held in the old one has ended.
 		e.start, e.end, e.ids, e.offset, e.first, e.held, e.known = start, end, ids, offset, first, r.granted, true
-		e.spent, e.after = 0, after
+		e.spent, e.after, e.older, e.latestAt, e.firstAt = 0, after, 0, ms, ms
 	}
 	// A reply from an older span (a late one) leaves its grant stranded.
 }
@@ -399,6 +418,10 @@ func (l *leases) refund(req *limiter.Request, d *limiter.Decision) int64 {
 	back := min(req.Cost, e.spent)
 	e.spent -= back
 	e.held += back
+	// Spent from whichever grant: dated by the span's first, so that no
+	// unit leased before a Reset is ever dated after it.
+	e.older += back
+	e.olderAt = e.firstAt
 	return back
 }
 
@@ -408,4 +431,36 @@ func (l *leases) forget(p *limiter.Policy, key string) {
 	if l != nil {
 		l.drop(p, key)
 	}
+}
+
+// end drops key's entry under p, as forget does, and returns what its
+// lease held unspent, for the store to give back: a settle that charged
+// more than its reservation ends the lease of the replica that settled,
+// whose view of the counts the charge made stale (a key it took into
+// debt must not be admitted from it). A grant in flight is not recorded.
+func (l *leases) end(p *limiter.Policy, key string) leftover {
+	if l == nil {
+		return leftover{}
+	}
+	sh := l.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	k := entryKey(p, key)
+	var left leftover
+	if e := sh.m[k]; e != nil && e.known {
+		left = e.leftover()
+	}
+	delete(sh.m, k)
+	sh.epoch.Add(1)
+	return left
+}
+
+// leftover returns what the entry's lease holds unspent, each part
+// dated by the grant it came from.
+func (e *leaseEntry) leftover() leftover {
+	if e.held <= 0 {
+		return leftover{}
+	}
+	older := min(e.older, e.held)
+	return leftover{units: e.held - older, at: e.latestAt, older: older, olderAt: e.olderAt}
 }

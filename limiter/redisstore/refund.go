@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -44,45 +45,62 @@ func (s *Store) Refund(ctx context.Context, req limiter.Request, d limiter.Decis
 	if req.Cost -= s.leases.refund(&req, &d); req.Cost == 0 {
 		return nil // all back in this replica's lease
 	}
-	return s.refundRedis(ctx, req, &d)
+	_, err := s.refundRedis(ctx, req, &d, leftPart{})
+	return err
 }
 
-// refundRedis returns req.Cost to the windows of Redis d charged that are
-// still current, in one script call sent at most once.
-func (s *Store) refundRedis(ctx context.Context, req limiter.Request, d *limiter.Decision) error {
+// A leftPart is units charged at an instant, ms: a second part of a
+// return, in the windows of the first (giveBack's older units).
+type leftPart struct{ units, at int64 }
+
+// refundRedis returns req.Cost, and older's units, to the windows of
+// Redis d charged that are still current, in one script call sent at
+// most once, and says how many units went back (to the window that got
+// the most): none to a window a Reset has marked at or after the charge
+// (reset.lua), none below zero.
+func (s *Store) refundRedis(ctx context.Context, req limiter.Request, d *limiter.Decision, older leftPart) (int64, error) {
 	pk := s.keys.get(req.Policy)
 	n := req.Policy.NumRates()
 	at := d.DecidedAt().UnixMilli()
-	keys := appendKeys(nil, s.cfg.prefix, req.Key, pk, n, s.cfg.clock, at)
+	counts := appendKeys(nil, s.cfg.prefix, req.Key, pk, n, s.cfg.clock, at)
+	marks := appendResetMarks(nil, s.cfg.prefix, req.Key, pk, n)
 	clock := "a"
 	if s.cfg.clock == serverClock {
 		clock = "s"
 	}
-	cmd := []any{"evalsha", refundHash, 0}
-	args := []any{clock, req.Cost}
+	var keys []string
+	args := []any{clock, req.Cost, at, older.units, older.at}
 	for i := range n {
 		id, start, end := pk.window(i, at)
 		if now, _, _ := pk.window(i, req.Now.UnixMilli()); s.cfg.clock == appClock && now != id {
 			continue // ended: a refund never lends to a later window
 		}
-		cmd = append(cmd, keys[i])
+		keys = append(keys, counts[i])
 		args = append(args, strconv.FormatInt(id, 10), start, end)
 	}
-	if len(args) == 2 {
-		return nil
+	if len(keys) == 0 {
+		return 0, nil
 	}
-	cmd[2] = (len(args) - 2) / 3
-	cmd = append(cmd, args...)
+	for i := range n {
+		if slices.Contains(keys, counts[i]) {
+			keys = append(keys, marks[i])
+		}
+	}
+	cmd := append(scriptCommand(nil, refundHash, keys), args...)
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
-	_, err := s.send(tctx, s.client, cmd, false)
+	r, err := s.send(tctx, s.client, cmd, false)
 	if isNoScript(err) {
 		cmd[0], cmd[1] = "eval", refundSource
-		_, err = s.send(tctx, s.client, cmd, false)
+		r, err = s.send(tctx, s.client, cmd, false)
 	}
 	s.cache.forget(req.Policy, req.Key)
 	if err != nil {
-		return fmt.Errorf("redisstore: refund: %w", named(deadlineErr(tctx, err)))
+		return 0, fmt.Errorf("redisstore: refund: %w", named(deadlineErr(tctx, err)))
 	}
-	return nil
+	back, ok := r.parsed.(int64)
+	if !ok {
+		return 0, fmt.Errorf("redisstore: refund: %w: %T", ErrBadReply, r.parsed)
+	}
+	return back, nil
 }

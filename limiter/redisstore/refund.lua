@@ -4,14 +4,25 @@
 --
 -- KEYS: the key of each window to refund (with the application's clock,
 --       only those the caller found still current; their names hold the
---       window charged).
+--       window charged), then, in the same order, each window's reset
+--       mark (reset.lua).
 -- ARGV[1]: clock, "a" or "s" (Redis's TIME: a window is refunded only if
 --          it is both the one charged and the current one; its key holds
 --          "<window id>:<count>").
 -- ARGV[2]: the cost to return.
+-- ARGV[3]: the instant the charge was decided at, ms (the limiter's
+--          clock, or Redis's TIME under clock "s"): a window whose reset
+--          mark is at or after it gets nothing back, since the Reset
+--          ended the budget the charge was counted in.
+-- ARGV[4], ARGV[5]: a second part of the return, its units (0 for none)
+--          and its instant, in the same windows: what a replica's lease
+--          held of earlier grants (giveback.go).
 -- Then per key: the id of the window charged, its start and its end (ms):
 --          TIME must lie in [start, end) (a calendar window's bounds come
 --          from the zone's rules, which Lua does not have).
+--
+-- Reply: how many units were returned, to the window that got the most
+-- (a layered policy's windows may hold less than the cost).
 --
 -- A value the store did not write is left alone (nothing to return to);
 -- any other error reply ends the script with it. It calls MGET, SET and
@@ -19,7 +30,8 @@
 -- has (GET and DECRBY it has not).
 
 local server = ARGV[1] == 's'
-local cost = tonumber(ARGV[2])
+local cost, at = tonumber(ARGV[2]), tonumber(ARGV[3])
+local older, olderAt = tonumber(ARGV[4]), tonumber(ARGV[5])
 local tnow = 0
 if server then
   local t = redis.call('TIME')
@@ -43,35 +55,49 @@ local function get(key)
   return r[1]
 end
 
-local refunded = 0
-for i, key in ipairs(KEYS) do
-  local charged = ARGV[3 * i]
-  local start, stop = tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
-  if server then
-    -- "<window id>:<count>" (see take.lua).
+local m = #KEYS / 2
+local returned = 0
+for i = 1, m do
+  local key = KEYS[i]
+  local charged = ARGV[3 * i + 3]
+  local start, stop = tonumber(ARGV[3 * i + 4]), tonumber(ARGV[3 * i + 5])
+  local mark = get(KEYS[m + i])
+  if type(mark) == 'table' then
+    return mark
+  end
+  mark = tonumber(mark)
+  local want = 0
+  if mark == nil or mark < at then
+    want = cost
+  end
+  if mark == nil or mark < olderAt then
+    want = want + older
+  end
+  if want > 0 then
     local v = get(key)
     if type(v) == 'table' then
       return v
     end
-    local id, c
-    if type(v) == 'string' then
-      id, c = string.match(v, '^(%d+):(%d+)$')
-      c = c and count(c)
-    end
-    if c and id == charged and start <= tnow and tnow < stop then
-      redis.call('SET', key, id .. string.format(':%.0f', c - math.min(cost, c)), 'KEEPTTL')
-      refunded = refunded + 1
-    end
-  else
-    local v = get(key)
-    if type(v) == 'table' then
-      return v
-    end
-    local c = count(v)
-    if c and c > 0 then
-      redis.call('INCRBY', key, -math.min(cost, c))
-      refunded = refunded + 1
+    if server then
+      -- "<window id>:<count>" (see take.lua).
+      local id, c
+      if type(v) == 'string' then
+        id, c = string.match(v, '^(%d+):(%d+)$')
+        c = c and count(c)
+      end
+      if c and id == charged and start <= tnow and tnow < stop then
+        local back = math.min(want, c)
+        redis.call('SET', key, id .. string.format(':%.0f', c - back), 'KEEPTTL')
+        returned = math.max(returned, back)
+      end
+    else
+      local c = count(v)
+      if c and c > 0 then
+        local back = math.min(want, c)
+        redis.call('INCRBY', key, -back)
+        returned = math.max(returned, back)
+      end
     end
   end
 end
-return refunded
+return returned

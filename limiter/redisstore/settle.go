@@ -69,8 +69,12 @@ func markerKey(prefix, key, token string) string {
 // settle, or returns the difference to the windows d charged that are
 // still current (see limiter.Settler): req.Now says which on the
 // limiter's clock, Redis's TIME with WithServerClock. A charge is never
-// refused, and may take the key past its limit (into debt): every
-// replica then refuses it until the window ends. An actual cost equal to
+// refused, and may take the key past its limit (into debt): this replica
+// then refuses it at once (a charge ends its lease of the key, whose
+// unspent units go back, and its over-limit cache forgets the key), and
+// every other replica within a second (what their leases and caches
+// hold is at most that old). A return of a request decided before a
+// Reset returns nothing (see Reset). An actual cost equal to
 // the reservation, a refusal and a decision charged to nothing
 // (WithFailOpen's) settle nothing. A bad actual cost is an error
 // wrapping limiter.ErrInvalidCost, and nothing is sent.
@@ -119,11 +123,21 @@ func (s *Store) Settle(ctx context.Context, req limiter.Request, d limiter.Decis
 	if op.delta == 0 || op.delta < 0 && s.cfg.clock == appClock && !s.anyCurrent(&req, op.at) {
 		return nil
 	}
+	var left leftover
+	if op.delta > 0 {
+		// A charge makes this replica's view of the counts stale: its
+		// lease ends, whatever the settle's outcome, so that a key taken
+		// into debt is never admitted from it; what it held goes back.
+		left = s.leases.end(req.Policy, req.Key)
+	}
 	op.marker = markerKey(s.cfg.prefix, req.Key, s.id+strconv.FormatUint(s.tokens.Add(1), 36))
 	r, err := s.settle(ctx, &req, op)
 	// Forgotten whatever the outcome: a settle that failed may have been
 	// applied.
 	s.cache.forget(req.Policy, req.Key)
+	if left.units > 0 || left.older > 0 {
+		s.giveBack(ctx, &req, left, time.Now().Add(s.cfg.timeout))
+	}
 	switch {
 	case err == nil:
 		s.reportCorrupt(&req, &r)
@@ -203,12 +217,14 @@ type settleScript struct{ s *Store }
 
 // keys appends the keys of c's windows (on the limiter's clock, those of
 // the settle's instant: a return goes only to windows that still hold
-// it, whose keys they are) and its marker.
+// it, whose keys they are), its marker, and its windows' reset marks.
 func (t settleScript) keys(dst []string, c *call) ([]string, int) {
 	s := t.s
 	n := c.req.Policy.NumRates()
-	dst = appendKeys(dst, s.cfg.prefix, c.req.Key, s.keys.get(c.req.Policy), n, s.cfg.clock, c.req.Now.UnixMilli())
-	return append(dst, c.settle.marker), n + 1
+	pk := s.keys.get(c.req.Policy)
+	dst = appendKeys(dst, s.cfg.prefix, c.req.Key, pk, n, s.cfg.clock, c.req.Now.UnixMilli())
+	dst = append(dst, c.settle.marker)
+	return appendResetMarks(dst, s.cfg.prefix, c.req.Key, pk, n), 2*n + 1
 }
 
 // args appends settle.lua's arguments for calls (see its header): per
@@ -234,6 +250,9 @@ func (t settleScript) args(dst []any, calls []*call, argKeys []string, _ *roundB
 		n := c.req.Policy.NumRates()
 		now, delta := c.req.Now.UnixMilli(), c.settle.delta
 		dst = append(dst, n, delta)
+		if delta < 0 {
+			dst = append(dst, c.settle.at) // the reset marks are read against it
+		}
 		for i := range n {
 			switch {
 			case server && delta > 0:
@@ -262,11 +281,11 @@ func (t settleScript) args(dst []any, calls []*call, argKeys []string, _ *roundB
 // parse reads settle.lua's reply, laid out as take.lua's (parseReply):
 // per request a verdict (1 settled, allowed; 0 settled already; -1 only
 // in a node call; -2 only with Redis's clock) and the count of each
-// window after it (-1 when corrupt); nwin counts the marker beside the
-// windows.
+// window after it (-1 when corrupt); nwin counts the marker and the
+// reset marks beside the windows.
 func (t settleScript) parse(sc *scriptCall, node bool) error {
 	server := t.s.cfg.clock == serverClock
-	if err := parseReply(&sc.reply, func(i int) int { return sc.nwin[i] - 1 }, sc.res, node, server); err != nil {
+	if err := parseReply(&sc.reply, func(i int) int { return (sc.nwin[i] - 1) / 2 }, sc.res, node, server); err != nil {
 		return err
 	}
 	for i := range sc.res {

@@ -17,7 +17,8 @@
 --
 -- KEYS: per request, the key of each window of its policy (take.lua's
 --       keys: with clock "a" those of the settle's instant), then its
---       marker; none for a node call (below).
+--       marker, then each window's reset mark (reset.lua); none for a
+--       node call (below).
 -- ARGV[1]: clock, "a" (the application's) or "s" (Redis's TIME).
 -- ARGV[2]: expiry margin in ms, added to a window's end.
 -- ARGV[3]: number of requests.
@@ -25,7 +26,11 @@
 --          every request's keys, as KEYS would hold them.
 -- ARGV[5]: how long a marker lives, in ms.
 -- Then the nk keys; then per request: n, its windows; delta, what to
---          charge (> 0) or to return (< 0), never 0; then per window:
+--          charge (> 0) or to return (< 0), never 0; for a return, the
+--          instant its admission was decided at (ms; the limiter's clock,
+--          or TIME under clock "s"): a window whose reset mark is at or
+--          after it gets nothing back, the budget the admission was
+--          counted in having ended; then per window:
 --   clock "a", delta > 0: the expiry (ms) of a count made now: the time
 --     left in the window of the settle's instant, plus the margin;
 --   clock "a", delta < 0: 1 when the window the admission charged is the
@@ -148,6 +153,13 @@ local function num(x)
   return string.format('%.0f', x)
 end
 
+-- reset reports whether a window's reset mark (reset.lua), as MGET read
+-- it, is at or after at: the window was reset since the admission.
+local function reset(mark, at)
+  local m = tonumber(mark)
+  return m ~= nil and m >= at
+end
+
 local out, o = {}, 0
 if server then
   out[1], out[2], o = sec, usec, 2
@@ -189,6 +201,11 @@ for _ = 1, nreq do
   local n, deltaArg = tonumber(ARGV[a]), ARGV[a + 1]
   local delta = tonumber(deltaArg)
   a = a + 2
+  local at
+  if delta < 0 then
+    at = tonumber(ARGV[a])
+    a = a + 1
+  end
   local shortest
   for i = 1, n do
     if server and delta > 0 then
@@ -213,11 +230,12 @@ for _ = 1, nreq do
     end
   end
 
-  -- Every key of the request, the marker last, in one read: for a node
-  -- call, the probe of whether its slot is here (see the top).
+  -- Every key of the request, the windows', the marker and the reset
+  -- marks, in one read: for a node call, the probe of whether its slot
+  -- is here (see the top).
   local vals
   if nk > 0 then
-    vals = redis.pcall('MGET', unpack(K, k, k + n))
+    vals = redis.pcall('MGET', unpack(K, k, k + 2 * n))
     if type(vals) == 'table' and vals.err then
       if o == first and string.find(vals.err, 'undeclared', 1, true) then
         return vals -- the host refuses undeclared keys (see the top)
@@ -225,7 +243,7 @@ for _ = 1, nreq do
       vals = nil
     end
   else
-    vals = redis.call('MGET', unpack(K, k, k + n))
+    vals = redis.call('MGET', unpack(K, k, k + 2 * n))
   end
 
   if vals == nil then
@@ -293,6 +311,9 @@ for _ = 1, nreq do
             after = delta
             redis.call('SET', key, num(id) .. ':' .. deltaArg, 'PXAT', ends[i] + margin)
           end
+        elseif reset(vals[n + 1 + i], at) then
+          -- A return of an admission decided before a Reset: nothing
+          -- goes back into the fresh count.
         elseif server then
           local charged, start, stop = arg[i][1], arg[i][2], arg[i][3]
           local id, c = split(vals[i])
@@ -341,6 +362,6 @@ for _ = 1, nreq do
       end
     end
   end
-  k = k + n + 1
+  k = k + 2 * n + 1
 end
 return out

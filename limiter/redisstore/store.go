@@ -301,7 +301,7 @@ func (s *Store) Take(ctx context.Context, req limiter.Request) (limiter.Decision
 	// the window full (this replica's own lease may have filled it).
 	deadline := time.Now().Add(s.cfg.timeout)
 	d, tk, ok, err := s.leases.take(ctx, &req, deadline)
-	if tk.left.units > 0 {
+	if tk.left.units > 0 || tk.left.older > 0 {
 		s.giveBack(ctx, &req, tk.left, deadline)
 	}
 	if ok {
@@ -486,8 +486,12 @@ func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
 // decision that started before Reset answers after it. Every other
 // replica obeys it within one second: what a replica keeps locally (its
 // over-limit cache, its leases) is at most a second old when it decides
-// by it (a lease's unspent units then come back to the fresh counts, at
-// most a lease per replica). On the limiter's clock (the default) the
+// by it. The Reset starts exactly one fresh budget: a return of a charge
+// decided before it (a refund, a settle below its reservation, the
+// units a lease held unspent) returns nothing into the fresh counts (see
+// reset.lua). A replica's lease granted before it may still admit what
+// it holds for that second: units the Reset erased, never counted again.
+// On the limiter's clock (the default) the
 // current windows are found with now, its instant, and the windows either
 // side of them are deleted too, for replicas whose clocks differ.
 func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now time.Time) error {
@@ -518,13 +522,13 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now ti
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
-	err := s.client.Del(tctx, keys...).Err()
-	// A decision whose script ran before the DEL may have recorded the
+	err := s.reset(tctx, key, p, keys, now)
+	// A decision whose script ran before the reset may have recorded the
 	// key since the first forget: forget again, which also keeps out
 	// any decision still in flight.
 	s.cache.forget(p, key)
 	if err != nil {
-		return fmt.Errorf("redisstore: reset: %w", err)
+		return err
 	}
 	if s.fallback != nil {
 		return s.fallback.Reset(ctx, key, s.fallbackPolicy(p), now)
