@@ -7,7 +7,6 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/sony/gobreaker/v2 v2.4.0
-	go.uber.org/goleak v1.3.0
 )
 
 require (

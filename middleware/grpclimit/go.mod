@@ -7,7 +7,6 @@ replace github.com/fixedwindow/ratelimit => ../..
 
 require (
 	github.com/fixedwindow/ratelimit v0.0.0-00010101000000-000000000000
-	go.uber.org/goleak v1.3.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260706201446-f0a921348800
 	google.golang.org/grpc v1.84.0
 	google.golang.org/protobuf v1.36.12
