@@ -1,13 +1,16 @@
 # Every target runs from the repository root. The metrics adapters
 # (middleware/metrics, middleware/otelmetrics), the gRPC interceptor
 # (middleware/grpclimit), the lab (example/lab), the observability
-# programs (example/observe) and the gRPC example (example/grpc) are
-# modules of their own, joined to the root module by go.work, so that the
-# root go.mod requires neither Prometheus, OpenTelemetry nor gRPC; PKGS
-# names their packages beside the root module's. bench/ is a module of its
-# own too.
+# programs (example/observe), the gRPC example (example/grpc), the
+# migration recipes run against the limiters they replace
+# (example/migrating) and the tests that need what a consumer must not
+# (internal/consumer) are modules of their own, joined to the root module
+# by go.work, so that the root go.mod requires neither Prometheus,
+# OpenTelemetry, gRPC, another limiter nor a test-only module; PKGS names
+# their packages beside the root module's. bench/ is a module of its own
+# too.
 GO       ?= go
-MODULES  ?= middleware/metrics middleware/otelmetrics middleware/grpclimit example/grpc example/lab example/observe
+MODULES  ?= middleware/metrics middleware/otelmetrics middleware/grpclimit example/grpc example/lab example/migrating example/observe internal/consumer
 PKGS     ?= ./... $(addprefix ./,$(addsuffix /...,$(MODULES)))
 FUZZTIME ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -88,7 +88,7 @@ func TestOneLineLimitsPerWindow(t *testing.T) {
 // they hold: they start no goroutine, so dropping the middleware leaves
 // nothing running, and the garbage collector frees the rest.
 func TestOneLineStartsNoGoroutine(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, leakcheck.IgnoreCurrent())
 	before := runtime.NumGoroutine()
 	for range 50 {
 		h := middleware.ByIP(10, time.Minute)(&okHandler{})

@@ -3,7 +3,7 @@ package middleware
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 )
 
 // TestMain fails the package if a goroutine outlives its tests: the
@@ -11,6 +11,6 @@ import (
 // memory store offers no way to stop its cleaner (a finalizer stops it
 // once the store is collected), so that one goroutine is let through.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("github.com/ulule/limiter/v3/drivers/store/memory.(*cleaner).Run"))
+	leakcheck.VerifyTestMain(m,
+		leakcheck.IgnoreTopFunction("github.com/ulule/limiter/v3/drivers/store/memory.(*cleaner).Run"))
 }

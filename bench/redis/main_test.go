@@ -3,11 +3,11 @@ package redis
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 )
 
 // TestMain fails the package if a goroutine outlives its tests: the
 // contenders' own background work must be stopped too.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leakcheck.VerifyTestMain(m)
 }

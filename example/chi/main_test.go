@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 	"github.com/go-chi/chi/v5"
-	"go.uber.org/goleak"
 
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -25,7 +25,7 @@ import (
 
 // TestMain fails the package if a goroutine (a test server, a client
 // connection, a store's sweep) outlives the tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 type call struct {
 	method, path string

@@ -3,9 +3,9 @@ package main
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 )
 
 // TestMain fails the package if a goroutine (a served agent, a hammer worker,
 // a store's sweep) outlives the tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }

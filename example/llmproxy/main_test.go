@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
@@ -22,7 +22,7 @@ import (
 
 // TestMain fails the package if a goroutine (a store's sweep, a model's
 // answer) outlives the tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // A proxy is the example served on a loopback port, a fresh store and a
 // fake clock, with the settles it made.

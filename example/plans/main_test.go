@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 
 	"github.com/fixedwindow/ratelimit/internal/storetest"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -19,7 +19,7 @@ import (
 
 // TestMain fails the package if a goroutine (a store's sweep) outlives the
 // tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // newTestHandler serves the plans on a fresh store and a fake clock.
 func newTestHandler(t *testing.T, at time.Time) (http.Handler, *limitertest.Clock) {

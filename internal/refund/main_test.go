@@ -3,10 +3,10 @@ package refund
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	leakcheck.VerifyTestMain(m,
+		leakcheck.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
 }

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 )
 
 // TestNothingOutlivesClose: a decision whose reply is late (Redis 1 s
@@ -41,7 +41,7 @@ func TestNothingOutlivesClose(t *testing.T) {
 			if err := c.Ping(context.Background()).Err(); err != nil {
 				t.Fatal(err)
 			}
-			before := goleak.IgnoreCurrent()
+			before := leakcheck.IgnoreCurrent()
 			s, err := New(c, WithPrefix(testPrefix(t)), WithTimeout(50*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
@@ -57,7 +57,7 @@ func TestNothingOutlivesClose(t *testing.T) {
 // lateReplyThenClose decides once, then makes Redis 1 s late (delay) for
 // s's 50 ms timeout: the next decision returns at its deadline, and once
 // Close returns no goroutine started after before is left.
-func lateReplyThenClose(t *testing.T, s *Store, before goleak.Option, delay func(time.Duration)) {
+func lateReplyThenClose(t *testing.T, s *Store, before leakcheck.Option, delay func(time.Duration)) {
 	t.Helper()
 	p := limiter.MustPolicy("close", limiter.PerHour(10))
 	req := limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}
@@ -75,13 +75,13 @@ func lateReplyThenClose(t *testing.T, s *Store, before goleak.Option, delay func
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	goleak.VerifyNone(t, before,
+	leakcheck.VerifyNone(t, before,
 		// The proxy's pipes and the client's connections belong to the
 		// test, and so does a Cluster client's reload of its slot map,
 		// which a failed call asks for.
-		goleak.IgnoreTopFunction("github.com/fixedwindow/ratelimit/internal/redistest.(*Proxy).pipe"),
-		goleak.IgnoreAnyFunction("github.com/fixedwindow/ratelimit/internal/redistest.(*Proxy).pipe"),
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*clusterStateHolder).LazyReload.func1"))
+		leakcheck.IgnoreTopFunction("github.com/fixedwindow/ratelimit/internal/redistest.(*Proxy).pipe"),
+		leakcheck.IgnoreAnyFunction("github.com/fixedwindow/ratelimit/internal/redistest.(*Proxy).pipe"),
+		leakcheck.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*clusterStateHolder).LazyReload.func1"))
 }
 
 // TestTakeRacingCloseIsNotAnOutage: a decision that passed Take's closed
@@ -127,7 +127,7 @@ func TestNothingOutlivesCloseClusterBatch(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	before := goleak.IgnoreCurrent()
+	before := leakcheck.IgnoreCurrent()
 	s, err := New(c, WithPrefix(testPrefix(t)), withPath(pathBatch), WithTimeout(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -5,8 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 	"github.com/fixedwindow/ratelimit/internal/redistest"
-	"go.uber.org/goleak"
 )
 
 // TestMain stops the Cluster the package's tests share, then fails the
@@ -19,8 +19,8 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	redistest.StopSharedCluster()
 	if code == 0 {
-		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial")); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+		if err := leakcheck.Find(leakcheck.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial")); err != nil {
+			fmt.Fprintf(os.Stderr, "leakcheck: errors on successful test run: %v\n", err)
 			code = 1
 		}
 	}

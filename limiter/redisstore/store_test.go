@@ -364,7 +364,7 @@ func TestReset(t *testing.T) {
 }
 
 // TestCloseUnderLoad closes the store while callers decide: every call
-// ends with a decision or ErrClosed, and no batch outlives Close (goleak
+// ends with a decision or ErrClosed, and no batch outlives Close (leakcheck
 // in TestMain checks the goroutines).
 func TestCloseUnderLoad(t *testing.T) {
 	s := newStore(t, sharedClient(t))

@@ -53,7 +53,7 @@ func redisLimiter(t *testing.T) (*limiter.Limiter, *redistest.Server) {
 // Redis store whose server was killed) answers UNAVAILABLE without the
 // error's text, unary and streaming, and the observer is told; under
 // WithFailOpen the handler runs. Nothing outlives the test (TestMain's
-// goleak check).
+// leak check).
 func TestLimiterFailure(t *testing.T) {
 	limiters := []struct {
 		name string

@@ -3,10 +3,10 @@ package grpclimit_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 )
 
 // TestMain fails the package's tests if any goroutine outlives them: a
 // server, a client connection or a stream the tests forgot, or one the
 // interceptor started.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }

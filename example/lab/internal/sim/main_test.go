@@ -3,8 +3,8 @@ package sim
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 )
 
 // TestMain fails the package if any goroutine outlives the tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }

@@ -1,4 +1,4 @@
-package headers
+package consumer_test
 
 import (
 	"net/http"
@@ -7,8 +7,10 @@ import (
 
 	"github.com/dunglas/httpsfv"
 
+	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/internal/storetest"
 	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
 
 // sfItem is one item of a structured-field list, as a parser of RFC 9651
@@ -50,6 +52,18 @@ func parseList(t *testing.T, field, v string) []sfItem {
 	return out
 }
 
+// newLimiter returns a limiter for p on a fake clock reading at, closed
+// when the test ends.
+func newLimiter(t *testing.T, p *limiter.Policy, at time.Time) *limiter.Limiter {
+	t.Helper()
+	l, err := limiter.New(p, limiter.WithClock(limitertest.New(at)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
 // TestDraftFieldsParse: the draft fields of a policy of a month in a
 // zone and a minute list both windows, which a parser of RFC 9651 reads
 // with their remaining and reset (RateLimit) and quota and window
@@ -58,14 +72,23 @@ func parseList(t *testing.T, field, v string) []sfItem {
 func TestDraftFieldsParse(t *testing.T) {
 	paris := storetest.Zone(t, "Europe/Paris")
 	at := time.Date(2026, 12, 3, 10, 0, 15, 0, time.UTC)
-	plan, _ := newLimiter(t, limiter.MustPolicy("plan", limiter.PerMonthIn(1000, paris), limiter.PerMinute(20)), at)
-	tokens, _ := newLimiter(t, limiter.MustPolicy("tokens", limiter.PerMinute(40_000)).MustUnit("acme-tokens"), at)
-	dp := allow(t, plan, 3)
+	plan := newLimiter(t, limiter.MustPolicy("plan", limiter.PerMonthIn(1000, paris), limiter.PerMinute(20)), at)
+	tokens := newLimiter(t, limiter.MustPolicy("tokens", limiter.PerMinute(40_000)).MustUnit("acme-tokens"), at)
+	var dp limiter.Decision
+	for range 3 {
+		var err error
+		if dp, err = plan.Allow(t.Context(), "k", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	dt, err := tokens.Allow(t.Context(), "k", 1500)
 	if err != nil || !dt.Allowed {
 		t.Fatal(dt, err)
 	}
-	w := newWriter(t, WithDraftHeaders(), WithUnitHeaders())
+	w, err := headers.New(headers.WithDraftHeaders(), headers.WithUnitHeaders())
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := http.Header{}
 	w.WriteAll(h, []*limiter.Decision{&dp, &dt}, plan.Policy(), tokens.Policy())
 
