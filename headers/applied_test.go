@@ -9,44 +9,59 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
-// TestWriteListsEveryPolicy: RateLimit-Policy lists every policy that
-// applied, once each, while RateLimit, X-RateLimit-* and Retry-After
-// describe the most restrictive decision alone.
+// decisionOf returns the decision of n requests through a limiter of p
+// at noon30.
+func decisionOf(t *testing.T, p *limiter.Policy, n int) *limiter.Decision {
+	t.Helper()
+	l, _ := newLimiter(t, p, noon30)
+	d := allow(t, l, n)
+	return &d
+}
+
+// TestWriteListsEveryPolicy: RateLimit-Policy names the policy of every
+// decision given, once each, and RateLimit lists the windows of each, in
+// the same order (issue 36: it listed the most restrictive decision's
+// alone), while X-RateLimit-* and Retry-After describe the most
+// restrictive decision alone.
 func TestWriteListsEveryPolicy(t *testing.T) {
 	outer := limiter.MustPolicy("outer", limiter.PerMinute(3))
 	inner := limiter.MustPolicy("inner", limiter.PerMinute(10))
 	layered := limiter.MustPolicy("api", limiter.PerMinute(100), limiter.PerSecond(5))
-	l, _ := newLimiter(t, outer, noon30)
-	tight := allow(t, l, 1) // outer: 2 of 3 left
+	tight := *decisionOf(t, outer, 1) // outer: 2 of 3 left
+	loose := decisionOf(t, inner, 3)  // inner: 7 of 10 left
+	api := decisionOf(t, layered, 1)  // 99 of 100, 4 of 5
 	undated := limiter.Decision{Allowed: true, Limit: 10, Remaining: 7, ResetAt: noon30.Add(30 * time.Second), Window: time.Minute}
 	tests := []struct {
-		name    string
-		d       limiter.Decision
-		applied []*limiter.Policy
-		policy  string
+		name          string
+		d             limiter.Decision
+		all           []*limiter.Decision
+		policy, limit string
 	}{
-		{"none_is_write_at", tight, nil, `"outer";q=3;w=60`},
-		{"own_alone_is_write_at", tight, []*limiter.Policy{outer}, `"outer";q=3;w=60`},
-		{"outer_then_inner", tight, []*limiter.Policy{outer, inner}, `"outer";q=3;w=60, "inner";q=10;w=60`},
-		{"order_kept", tight, []*limiter.Policy{inner, outer}, `"inner";q=10;w=60, "outer";q=3;w=60`},
-		{"each_once", tight, []*limiter.Policy{outer, inner, outer, inner}, `"outer";q=3;w=60, "inner";q=10;w=60`},
-		{"own_first_when_missing", tight, []*limiter.Policy{inner}, `"outer";q=3;w=60, "inner";q=10;w=60`},
-		{"layered_lists_every_window", tight, []*limiter.Policy{outer, layered}, `"outer";q=3;w=60, "api-1m";q=100;w=60, "api-1s";q=5;w=1`},
-		{"nil_entries_skipped", tight, []*limiter.Policy{nil, outer, nil, inner}, `"outer";q=3;w=60, "inner";q=10;w=60`},
-		{"undated_without_policy_names_its_window", undated, []*limiter.Policy{inner}, `"default";q=10;w=60, "inner";q=10;w=60`},
+		{"none_is_write_at", tight, nil, `"outer";q=3;w=60`, `"outer";r=2;t=30`},
+		{"own_alone_is_write_at", tight, []*limiter.Decision{&tight}, `"outer";q=3;w=60`, `"outer";r=2;t=30`},
+		{"outer_then_inner", tight, []*limiter.Decision{&tight, loose}, `"outer";q=3;w=60, "inner";q=10;w=60`, `"outer";r=2;t=30, "inner";r=7;t=30`},
+		{"order_kept", tight, []*limiter.Decision{loose, &tight}, `"inner";q=10;w=60, "outer";q=3;w=60`, `"inner";r=7;t=30, "outer";r=2;t=30`},
+		{"each_once", tight, []*limiter.Decision{&tight, loose, &tight, loose}, `"outer";q=3;w=60, "inner";q=10;w=60`, `"outer";r=2;t=30, "inner";r=7;t=30`},
+		{"own_first_when_missing", tight, []*limiter.Decision{loose}, `"outer";q=3;w=60, "inner";q=10;w=60`, `"outer";r=2;t=30, "inner";r=7;t=30`},
+		{"layered_lists_every_window", tight, []*limiter.Decision{&tight, api}, `"outer";q=3;w=60, "api-1m";q=100;w=60, "api-1s";q=5;w=1`, `"outer";r=2;t=30, "api-1m";r=99;t=30, "api-1s";r=4;t=1`},
+		{"nil_entries_skipped", tight, []*limiter.Decision{nil, &tight, nil, loose}, `"outer";q=3;w=60, "inner";q=10;w=60`, `"outer";r=2;t=30, "inner";r=7;t=30`},
+		{"undated_without_policy_names_its_window", undated, []*limiter.Decision{loose}, `"default";q=10;w=60, "inner";q=10;w=60`, `"default";r=7;t=30, "inner";r=7;t=30`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWriter(t, WithDraftHeaders())
 			one, all := http.Header{}, http.Header{}
 			writeAt(w, one, &tt.d, noon30)
-			writeAt(w, all, &tt.d, noon30, tt.applied...)
+			writeAt(w, all, &tt.d, noon30, tt.all...)
 			if got := all.Get("RateLimit-Policy"); got != tt.policy {
-				t.Errorf("applied %v: RateLimit-Policy = %q, want %q", tt.applied, got, tt.policy)
+				t.Errorf("RateLimit-Policy = %q, want %q", got, tt.policy)
 			}
-			for _, name := range []string{"RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After"} {
+			if got := all.Get("RateLimit"); got != tt.limit {
+				t.Errorf("RateLimit = %q, want %q: every window of every policy named, in the same order", got, tt.limit)
+			}
+			for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After"} {
 				if got, want := all.Get(name), one.Get(name); got != want {
-					t.Errorf("applied %v: %s = %q, want a single policy's Write's %q", tt.applied, name, got, want)
+					t.Errorf("%s = %q, want a single policy's Write's %q", name, got, want)
 				}
 			}
 		})
@@ -54,19 +69,21 @@ func TestWriteListsEveryPolicy(t *testing.T) {
 }
 
 // Without the draft fields there is no list to write: Write with the
-// policies applied is Write without them.
+// others' decisions is Write without them.
 func TestWriteAppliedLegacyOnly(t *testing.T) {
 	p := limiter.MustPolicy("api", limiter.PerMinute(3))
 	l, _ := newLimiter(t, p, noon30)
 	d := allow(t, l, 1)
 	w := newWriter(t)
 	h := http.Header{}
-	writeAt(w, h, &d, noon30, p, limiter.MustPolicy("other", limiter.PerMinute(9)))
+	writeAt(w, h, &d, noon30, &d, decisionOf(t, limiter.MustPolicy("other", limiter.PerMinute(9)), 1))
 	if _, ok := h["Ratelimit-Policy"]; ok || h.Get("X-RateLimit-Remaining") != "2" {
 		t.Fatalf("headers %v, want the legacy fields of the decision only", h)
 	}
 }
 
+// TestWriteDeniedApplied: a refusal's draft fields list every policy
+// that applied and its windows, the refusal's among them.
 func TestWriteDeniedApplied(t *testing.T) {
 	outer := limiter.MustPolicy("outer", limiter.PerMinute(3))
 	inner := limiter.MustPolicy("inner", limiter.PerMinute(1))
@@ -74,10 +91,10 @@ func TestWriteDeniedApplied(t *testing.T) {
 	d := allow(t, l, 2) // refused
 	w := newWriter(t, WithDraftHeaders())
 	rec := httptest.NewRecorder()
-	writeDeniedAt(w, rec, httptest.NewRequest(http.MethodGet, "/", nil), &d, noon30, outer, inner)
+	writeDeniedAt(w, rec, httptest.NewRequest(http.MethodGet, "/", nil), &d, noon30, decisionOf(t, outer, 1), &d)
 	for name, want := range map[string]string{
 		"RateLimit-Policy": `"outer";q=3;w=60, "inner";q=1;w=60`,
-		"RateLimit":        `"inner";r=0;t=30`,
+		"RateLimit":        `"outer";r=2;t=30, "inner";r=0;t=30`,
 		"Retry-After":      "30",
 	} {
 		if got := rec.Header().Get(name); got != want {
@@ -204,12 +221,15 @@ func TestWriteBuffer(t *testing.T) {
 		}
 	})
 	// With the draft fields the Buffer is not used, and RateLimit-Policy
-	// lists what applied.
+	// and RateLimit list what applied.
 	w := newWriter(t, WithDraftHeaders())
 	var buf Buffer
 	h := http.Header{}
-	w.WriteBuffer(&buf, h, &d, p, limiter.MustPolicy("other", limiter.PerMinute(9)))
+	w.WriteBuffer(&buf, h, &d, &d, decisionOf(t, limiter.MustPolicy("other", limiter.PerMinute(9)), 1))
 	if got := h.Get("RateLimit-Policy"); got != `"api";q=3;w=60, "other";q=9;w=60` {
 		t.Errorf("RateLimit-Policy = %q", got)
+	}
+	if got := h.Get("RateLimit"); got != `"api";r=2;t=30, "other";r=8;t=30` {
+		t.Errorf("RateLimit = %q", got)
 	}
 }

@@ -9,19 +9,25 @@ import (
 
 // WriteDenied writes the whole 429 Too Many Requests response for d: the
 // headers of Write, Retry-After (always, since a 429 must say when to come
-// back), Cache-Control: no-store, and a short body, plain text or RFC 9457
-// problem+json (WithProblemJSON). It never writes an error's text.
-// applied lists the policies of a request that several applied to, as
-// Write takes them: d is the refusal, and RateLimit-Policy lists every
-// policy of applied.
-func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter.Decision, applied ...*limiter.Policy) {
+// back, but for a cost no wait can admit: d.CostExceedsLimit, whose body
+// says so), Cache-Control: no-store, and a short body, plain text or RFC
+// 9457 problem+json (WithProblemJSON). It never writes an error's text.
+// all lists the decisions of every limit that applied to the request,
+// as Write takes them: d is the refusal, and the draft fields and each
+// unit's set describe every one.
+func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter.Decision, all ...*limiter.Decision) {
 	h := rw.Header()
 	retry := int64(1)
 	if d != nil {
-		w.Write(h, d, applied...)
+		w.Write(h, d, all...)
 		retry = RetryAfterSeconds(d.RetryAfter)
 	}
-	h[w.names.RetryAfter] = []string{strconv.FormatInt(retry, 10)}
+	if never(d) {
+		retry = 0
+		delete(h, w.names.RetryAfter)
+	} else {
+		h[w.names.RetryAfter] = []string{strconv.FormatInt(retry, 10)}
+	}
 	h["Cache-Control"] = []string{"no-store"}
 	h["X-Content-Type-Options"] = []string{"nosniff"}
 	var body []byte
@@ -30,7 +36,7 @@ func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter
 		body = w.problemBody(d, retry)
 	} else {
 		h["Content-Type"] = []string{"text/plain; charset=utf-8"}
-		body = textBody(isCap(d), retry)
+		body = textBody(d, retry)
 	}
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	rw.WriteHeader(http.StatusTooManyRequests)
@@ -40,10 +46,14 @@ func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter
 }
 
 // textBody is "rate limit exceeded; retry in 30 seconds\n", or for an
-// in-flight cap (inFlight) "concurrency limit exceeded; ...".
-func textBody(inFlight bool, retry int64) []byte {
-	b := make([]byte, 0, 64)
-	if inFlight {
+// in-flight cap "concurrency limit exceeded; ...", or for a cost no wait
+// can admit DescribeRefusal's text.
+func textBody(d *limiter.Decision, retry int64) []byte {
+	b := make([]byte, 0, 80)
+	if never(d) {
+		return append(appendRefusal(b, d, retry), '\n')
+	}
+	if isCap(d) {
 		b = append(b, "concurrency"...)
 	} else {
 		b = append(b, "rate"...)
@@ -69,8 +79,11 @@ func (w *Writer) problemBody(d *limiter.Decision, retry int64) []byte {
 	b = append(b, `,"status":429,"detail":"`...)
 	b = appendRefusal(b, d, retry) // DescribeRefusal's words, which gRPC's refusal uses too
 	inFlight := isCap(d)
-	b = append(b, `","retry_after":`...)
-	b = strconv.AppendInt(b, retry, 10)
+	b = append(b, '"')
+	if !never(d) {
+		b = append(b, `,"retry_after":`...)
+		b = strconv.AppendInt(b, retry, 10)
+	}
 	if d != nil && (d.Window > 0 || inFlight) {
 		b = append(b, `,"violated-policies":["`...)
 		b = append(b, w.windowOf(d)...)

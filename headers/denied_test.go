@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,5 +112,53 @@ func TestWriteDeniedEdgeDecisions(t *testing.T) {
 				t.Fatalf("status %d, Retry-After %q, body %q", rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
 			}
 		})
+	}
+}
+
+// TestWriteDeniedCostExceedsLimit: a cost no wait can admit (a
+// reservation of 60,000 tokens on a day of 50,000) is refused without a
+// Retry-After, with a body that says so, in text and problem+json; the
+// rate-limit headers still describe the window (issue 36).
+func TestWriteDeniedCostExceedsLimit(t *testing.T) {
+	p := limiter.MustPolicy("tokens", limiter.PerDayIn(50_000, time.UTC)).MustUnit("acme-tokens")
+	l, _ := newLimiter(t, p, noon30)
+	d, err := l.Allow(t.Context(), "k", 60_000)
+	if err != nil || d.Allowed || !d.CostExceedsLimit || d.RetryAfter != 0 {
+		t.Fatalf("Allow(60000) on a day of 50000: %+v, %v; want refused, CostExceedsLimit, no RetryAfter", d, err)
+	}
+	const detail = "request cost exceeds the rate limit of 50000 per day; no wait will admit it"
+	for _, tt := range []struct {
+		name    string
+		opts    []Option
+		body    string // a substring
+		noField string // a substring the body must not have
+	}{
+		{"text", nil, detail + "\n", "retry in"},
+		{"problem_json", []Option{WithProblemJSON("", "")}, `"detail":"` + detail + `"`, "retry_after"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := New(tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			w.WriteDenied(rec, httptest.NewRequest(http.MethodGet, "/", nil), &d)
+			if rec.Code != http.StatusTooManyRequests {
+				t.Fatalf("status %d, want 429", rec.Code)
+			}
+			if v, ok := rec.Header()["Retry-After"]; ok {
+				t.Fatalf("Retry-After %q: no wait admits the cost", v)
+			}
+			if got := rec.Header().Get("X-RateLimit-Limit"); got != "50000" {
+				t.Fatalf("X-RateLimit-Limit %q, want 50000", got)
+			}
+			body := rec.Body.String()
+			if !strings.Contains(body, tt.body) || strings.Contains(body, tt.noField) {
+				t.Fatalf("body %q: want %q in it and no %q", body, tt.body, tt.noField)
+			}
+		})
+	}
+	if got := DescribeRefusal(&d, 99); got != detail {
+		t.Fatalf("DescribeRefusal = %q, want %q", got, detail)
 	}
 }

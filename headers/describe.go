@@ -81,14 +81,25 @@ func matchWindow(d *limiter.Decision, n int) int {
 // detail: "rate limit of 1000 per month exceeded; retry in 1424580
 // seconds", "concurrency limit of 5 exceeded; retry in 2 seconds" for an
 // in-flight cap, "rate limit exceeded; retry in 1 second" for a decision
-// with no window to describe. grpclimit's RESOURCE_EXHAUSTED message and
-// QuotaFailure say the same, so that both doors refuse in one text.
+// with no window to describe. A cost no wait can admit
+// (d.CostExceedsLimit) is "request cost exceeds the rate limit of 50000
+// per day; no wait will admit it", whatever retry. grpclimit's
+// RESOURCE_EXHAUSTED message and QuotaFailure say the same, so that both
+// doors refuse in one text.
 func DescribeRefusal(d *limiter.Decision, retry int64) string {
 	return string(appendRefusal(make([]byte, 0, 80), d, retry))
 }
 
 // appendRefusal appends DescribeRefusal's text to b.
 func appendRefusal(b []byte, d *limiter.Decision, retry int64) []byte {
+	if never(d) {
+		b = append(b, "request cost exceeds the rate limit"...)
+		if describable(d) {
+			b = append(b, " of "...)
+			b = appendLimit(b, d)
+		}
+		return append(b, "; no wait will admit it"...)
+	}
 	if isCap(d) {
 		b = append(b, "concurrency limit of "...)
 		b = strconv.AppendInt(b, sfInteger(d.Limit), 10)
@@ -107,3 +118,7 @@ func appendRefusal(b []byte, d *limiter.Decision, retry int64) []byte {
 	}
 	return b
 }
+
+// never reports a refusal no wait turns into an admission: its cost
+// exceeds a window's limit (limiter.Decision.CostExceedsLimit).
+func never(d *limiter.Decision) bool { return d != nil && !d.Allowed && d.CostExceedsLimit }

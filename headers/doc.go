@@ -25,7 +25,9 @@
 // Write runs on every request, so it costs one allocation and no fmt
 // (none with WriteBuffer). A decision is dated by its own instant
 // (DecidedAt); the Writer keeps no clock. Write and WriteDenied take, for
-// a response that several limits applied to, the policies that applied.
+// a response that several limits applied to, every one's decision: the
+// draft fields then list every window of each, the X-RateLimit-* the
+// most restrictive.
 //
 // Typical use, outside the middleware (which calls these for you):
 //

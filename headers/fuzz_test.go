@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,7 +79,11 @@ func FuzzWrite(f *testing.F) {
 			if rec.Code != http.StatusTooManyRequests || !json.Valid(rec.Body.Bytes()) {
 				t.Fatalf("WriteDenied: status %d body %q", rec.Code, rec.Body.String())
 			}
-			if ra, err := strconv.ParseInt(rec.Header().Get("Retry-After"), 10, 64); err != nil || ra < 1 {
+			if d.CostExceedsLimit {
+				if _, ok := rec.Header()["Retry-After"]; ok || !strings.Contains(rec.Body.String(), "no wait will admit it") {
+					t.Fatalf("WriteDenied of a cost over the limit: Retry-After %q, body %q", rec.Header().Get("Retry-After"), rec.Body.String())
+				}
+			} else if ra, err := strconv.ParseInt(rec.Header().Get("Retry-After"), 10, 64); err != nil || ra < 1 {
 				t.Fatalf("WriteDenied: Retry-After %q", rec.Header().Get("Retry-After"))
 			}
 		}
@@ -105,9 +110,10 @@ func checkWritten(t *testing.T, h http.Header, d *limiter.Decision, p *limiter.P
 	if reset := num("X-RateLimit-Reset"); reset != unixCeil(d.ResetAt) || time.Unix(reset, 0).Before(d.ResetAt) {
 		t.Fatalf("reset %d, decision resets at %v", reset, d.ResetAt)
 	}
-	if d.Allowed {
+	if d.Allowed || d.CostExceedsLimit {
+		// No wait admits a cost above a window's limit: no Retry-After.
 		if _, ok := h["Retry-After"]; ok {
-			t.Fatalf("Retry-After on an admission: %v", h)
+			t.Fatalf("Retry-After on an admission, or on a cost over the limit: %v %+v", h, d)
 		}
 	} else {
 		ra := num("Retry-After")
@@ -128,7 +134,7 @@ func checkWritten(t *testing.T, h http.Header, d *limiter.Decision, p *limiter.P
 	}
 	// The deciding window's reset is the Retry-After instant: the draft
 	// wants Retry-After no earlier than the reset parameter.
-	if !d.Allowed {
+	if !d.Allowed && !d.CostExceedsLimit {
 		agree := false
 		for _, it := range items {
 			agree = agree || it[regexp.MustCompile(`;t=`).FindStringIndex(it)[1]:] == h.Get("Retry-After")

@@ -50,13 +50,13 @@ func newWriter(t *testing.T, opts ...Option) *Writer {
 
 // writeAt is Write of d dated at, when it carries no instant of its own,
 // as the middleware dates a custom Limiter's decision (limiter.Dated).
-func writeAt(w *Writer, h http.Header, d *limiter.Decision, at time.Time, applied ...*limiter.Policy) {
+func writeAt(w *Writer, h http.Header, d *limiter.Decision, at time.Time, all ...*limiter.Decision) {
 	dd := limiter.Dated(*d, at)
-	w.Write(h, &dd, applied...)
+	w.Write(h, &dd, all...)
 }
 
 // writeDeniedAt is WriteDenied of d dated at, as writeAt writes.
-func writeDeniedAt(w *Writer, rw http.ResponseWriter, r *http.Request, d *limiter.Decision, at time.Time, applied ...*limiter.Policy) {
+func writeDeniedAt(w *Writer, rw http.ResponseWriter, r *http.Request, d *limiter.Decision, at time.Time, all ...*limiter.Decision) {
 	dd := limiter.Dated(*d, at)
-	w.WriteDenied(rw, r, &dd, applied...)
+	w.WriteDenied(rw, r, &dd, all...)
 }

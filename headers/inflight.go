@@ -45,7 +45,8 @@ func appendCapItem(b []byte, quoted string, remaining int64) []byte {
 // WriteInFlight adds to the draft fields that Write set on h the caps
 // that admitted the request: each decision of caps (an admission by
 // limiter.InFlight.Acquire) adds its slots left to RateLimit and its
-// policy to RateLimit-Policy, unless Write's applied already listed it.
+// policy to RateLimit-Policy, unless Write already listed it (given it
+// among all).
 // Call it after Write, for the same response: the rates' decision
 // describes the window, the caps' their slots. It does nothing without
 // WithDraftHeaders (a cap has no X-RateLimit-* fields of its own beside
@@ -63,6 +64,9 @@ func (w *Writer) WriteInFlight(h http.Header, caps ...*limiter.Decision) {
 			continue
 		}
 		info := w.policies.get(d.Policy)
+		if listed(rp, info.policy) || listed(string(policy), info.policy) {
+			continue
+		}
 		if limit == nil {
 			limit = append(make([]byte, 0, len(rl)+64), rl...)
 		}
@@ -70,15 +74,13 @@ func (w *Writer) WriteInFlight(h http.Header, caps ...*limiter.Decision) {
 			limit = append(limit, ", "...)
 		}
 		limit = appendCapItem(limit, info.quoted[0], d.Remaining)
-		if !listed(rp, info.policy) && !listed(string(policy), info.policy) {
-			if policy == nil {
-				policy = append(make([]byte, 0, len(rp)+64), rp...)
-			}
-			if len(policy) > 0 {
-				policy = append(policy, ", "...)
-			}
-			policy = append(policy, info.policy...)
+		if policy == nil {
+			policy = append(make([]byte, 0, len(rp)+64), rp...)
 		}
+		if len(policy) > 0 {
+			policy = append(policy, ", "...)
+		}
+		policy = append(policy, info.policy...)
 	}
 	if limit != nil {
 		h[w.names.RateLimit] = []string{string(limit)}

@@ -75,9 +75,9 @@ func TestWriteCapDecision(t *testing.T) {
 }
 
 func TestWriteDeniedCap(t *testing.T) {
-	f, ds := capDecisions(t, 5)
+	_, ds := capDecisions(t, 5)
 	refused := ds[5]
-	rate := limiter.MustPolicy("api", limiter.PerMinute(100))
+	rate := decisionOf(t, limiter.MustPolicy("api", limiter.PerMinute(100)), 1)
 	for _, c := range []struct {
 		name, body, contentType string
 		opts                    []Option
@@ -89,11 +89,11 @@ func TestWriteDeniedCap(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
 			rec.Header()["X-Ratelimit-Reset"] = []string{"1785499260"} // an outer middleware's
-			newWriter(t, c.opts...).WriteDenied(rec, httptest.NewRequest(http.MethodGet, "/", nil), &refused, rate, f.Policy())
+			newWriter(t, c.opts...).WriteDenied(rec, httptest.NewRequest(http.MethodGet, "/", nil), &refused, rate, &refused)
 			h := rec.Header()
 			want := map[string]string{
 				"Retry-After": "2", "X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "",
-				"RateLimit": `"exports";r=0`, "RateLimit-Policy": `"api";q=100;w=60, ` + capPolicy, "Content-Type": c.contentType,
+				"RateLimit": `"api";r=99;t=30, "exports";r=0`, "RateLimit-Policy": `"api";q=100;w=60, ` + capPolicy, "Content-Type": c.contentType,
 			}
 			for k, v := range want {
 				if got := h.Get(k); got != v {
@@ -108,7 +108,7 @@ func TestWriteDeniedCap(t *testing.T) {
 }
 
 func TestWriteInFlight(t *testing.T) {
-	f, ds := capDecisions(t, 1)
+	_, ds := capDecisions(t, 1)
 	other, err := limiter.NewInFlight("global", 100)
 	if err != nil {
 		t.Fatal(err)
@@ -125,11 +125,11 @@ func TestWriteInFlight(t *testing.T) {
 	for _, c := range []struct {
 		name              string
 		opts              []Option
-		applied           []*limiter.Policy
+		all               []*limiter.Decision
 		caps              []*limiter.Decision
 		rateLimit, policy string
 	}{
-		{"applied_lists_the_caps", []Option{WithDraftHeaders()}, []*limiter.Policy{rate, f.Policy(), other.Policy()},
+		{"all_lists_the_caps_once", []Option{WithDraftHeaders()}, []*limiter.Decision{&d, &ds[0], &g},
 			[]*limiter.Decision{&ds[0], &g}, `"api";r=99;t=30, "exports";r=4, "global";r=99`,
 			`"api";q=100;w=60, ` + capPolicy + `, "global";q=100;qu="concurrent-requests"`},
 		{"caps_added_to_the_policies", []Option{WithDraftHeaders()}, nil,
@@ -142,7 +142,7 @@ func TestWriteInFlight(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWriter(t, c.opts...)
 			h := http.Header{}
-			w.Write(h, &d, c.applied...)
+			w.Write(h, &d, c.all...)
 			w.WriteInFlight(h, c.caps...)
 			if got := h.Get("RateLimit"); got != c.rateLimit {
 				t.Errorf("RateLimit = %q, want %q", got, c.rateLimit)

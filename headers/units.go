@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/rank"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -26,8 +25,12 @@ import (
 // the names the client libraries of model APIs read
 // (x-ratelimit-remaining-tokens over HTTP/2 and gRPC, in lower case).
 // Each set describes the most restrictive decision of its unit (of its
-// name: "acme-tokens" and "other-tokens" share the Tokens set): with
-// WriteAll, every decision given; with Write, the one. A unit names its
+// name: "acme-tokens" and "other-tokens" share the Tokens set) among
+// those Write is given, on admissions and refusals alike: a refusal by
+// the tokens still says what is left of the requests. The plain
+// X-RateLimit-* describe the decision closest to exhaustion whatever
+// its unit (Write's d): with limits of several units, the unit whose
+// set shows the same numbers. A unit names its
 // set by its name, a unit of the service's own without its vendor prefix
 // ("acme-tokens": Tokens; "content-bytes": Content-Bytes); the prefix of
 // the names is Names' Limit, Remaining and Reset (WithNames). An
@@ -74,86 +77,36 @@ func UnitName(unit string) string {
 	return unit
 }
 
-// WriteAll sets the headers of a response that several decisions let
-// through (the limiters of one middleware, each of its own unit, say):
-// ds[0], the most restrictive, sets X-RateLimit-*, Retry-After and the
-// first items of the draft RateLimit as Write does, and RateLimit then
-// lists every window of each other decision's policy, each policy once,
-// in ds's order; with WithUnitHeaders, each unit's set describes the most
-// restrictive decision of that unit. applied is as Write takes it. A nil
-// decision in ds is skipped.
-func (w *Writer) WriteAll(h http.Header, ds []*limiter.Decision, applied ...*limiter.Policy) {
-	if len(ds) == 0 || ds[0] == nil {
-		return
-	}
-	w.Write(h, ds[0], applied...)
-	if len(ds) == 1 {
-		return
-	}
-	if w.draft {
-		w.appendOthers(h, ds)
-	}
-	if w.units {
-		w.writeUnits(h, ds)
-	}
-}
-
-// WritesEveryDecision reports whether WriteAll writes more than Write
-// writes of its first decision: with the draft fields (RateLimit lists
-// every decision's windows) or WithUnitHeaders (a set per unit). A door
-// that keeps several decisions for WriteAll need not keep them
-// otherwise.
+// WritesEveryDecision reports whether Write writes more of the other
+// decisions it is given than of the first: the draft fields (RateLimit
+// lists every decision's windows) or WithUnitHeaders (a set per unit). A
+// door that keeps every decision for Write need not keep them otherwise.
 func (w *Writer) WritesEveryDecision() bool { return w.draft || w.units }
 
-// appendOthers adds to RateLimit the windows of ds[1:], each policy once
-// and none already listed (ds[0]'s).
-func (w *Writer) appendOthers(h http.Header, ds []*limiter.Decision) {
-	vs := h[w.names.RateLimit]
-	if len(vs) != 1 {
-		return
-	}
-	b := []byte(vs[0])
-	for i, d := range ds[1:] {
-		if d == nil || isCap(d) || samePolicyAmong(d, ds[:i+1]) {
-			continue
-		}
-		at := d.DecidedAt()
-		if at.IsZero() {
-			at = time.Now()
-		}
-		b = append(b, ", "...)
-		_, b, _ = w.appendDraft(b, d, at)
-	}
-	h[w.names.RateLimit] = []string{string(b)}
-}
-
-// samePolicyAmong reports whether one of ds decided under d's policy.
-func samePolicyAmong(d *limiter.Decision, ds []*limiter.Decision) bool {
-	for _, o := range ds {
-		if o != nil && o.Policy == d.Policy {
-			return true
-		}
-	}
-	return false
-}
-
-// writeUnits sets one unit set per unit name of ds (two vendors' units of
-// one name share a set), from its most restrictive decision.
-func (w *Writer) writeUnits(h http.Header, ds []*limiter.Decision) {
+// writeUnits sets one unit set per unit name of d and all (two vendors'
+// units of one name share a set), each from the most restrictive
+// decision of that unit: every unit whose limit applied to the request,
+// side by side, on admissions and refusals alike. A cap's decision has
+// no set.
+func (w *Writer) writeUnits(h http.Header, d *limiter.Decision, all []*limiter.Decision) {
 	var seen [8]string
 	n := 0
-	for i, d := range ds {
-		if d == nil || isCap(d) {
-			continue
+	for i := -1; i < len(all); i++ {
+		o := d
+		if i >= 0 {
+			o = all[i]
 		}
-		unit := UnitName(d.Policy.Unit())
+		if o == nil || isCap(o) || o.Policy == nil || i >= 0 && o.Policy == d.Policy {
+			continue // d describes its own policy; a decision of no policy has no unit
+		}
+		unit := UnitName(o.Policy.Unit())
 		if contains(seen[:n], unit) {
 			continue
 		}
-		best := d
-		for _, o := range ds[i+1:] {
-			if o != nil && !isCap(o) && UnitName(o.Policy.Unit()) == unit && rank.More(o, best) {
-				best = o
+		best := o
+		for _, x := range all[i+1:] {
+			if x != nil && !isCap(x) && x.Policy != nil && x.Policy != d.Policy && UnitName(x.Policy.Unit()) == unit && rank.More(x, best) {
+				best = x
 			}
 		}
 		w.writeUnit(h, best)

@@ -11,12 +11,14 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
-// TestWriteAllUnits: a response two policies of two units let through
+// TestWriteUnits: a response two policies of two units let through
 // (60 requests a minute; 40,000 tokens a minute and 1,000,000 a month)
 // carries one X-RateLimit-* set (the most restrictive decision), the
 // draft fields listing every window of both policies with the tokens'
-// unit, and with WithUnitHeaders one set per unit.
-func TestWriteAllUnits(t *testing.T) {
+// unit, and with WithUnitHeaders one set per unit; a refusal by the
+// tokens carries both sets, side by side (issue 36: it dropped the
+// requests').
+func TestWriteUnits(t *testing.T) {
 	requests, _ := newLimiter(t, limiter.MustPolicy("requests", limiter.PerMinute(60)), noon30)
 	tokens, _ := newLimiter(t, limiter.MustPolicy("tokens", limiter.PerMinute(40_000), limiter.PerHour(1_000_000)).MustUnit("acme-tokens"), noon30)
 	dr := allow(t, requests, 1)
@@ -26,7 +28,7 @@ func TestWriteAllUnits(t *testing.T) {
 	}
 	w := newWriter(t, WithDraftHeaders(), WithUnitHeaders())
 	h := http.Header{}
-	w.WriteAll(h, []*limiter.Decision{&dr, &dt}, requests.Policy(), tokens.Policy())
+	w.Write(h, &dr, &dr, &dt)
 	reset := strconv.FormatInt(noon30.Add(30*1e9).Unix(), 10)
 	for name, want := range map[string]string{
 		"X-RateLimit-Limit":              "60",
@@ -46,22 +48,26 @@ func TestWriteAllUnits(t *testing.T) {
 	}
 	// Lower case for gRPC metadata.
 	md := map[string][]string{} // as metadata.MD: names as given
-	w.Lower().WriteAll(http.Header(md), []*limiter.Decision{&dr, &dt}, requests.Policy(), tokens.Policy())
+	w.Lower().Write(http.Header(md), &dr, &dr, &dt)
 	if got := md["x-ratelimit-remaining-tokens"]; len(got) != 1 || got[0] != "38500" {
 		t.Errorf("lower-case x-ratelimit-remaining-tokens = %q, in %v", got, md)
 	}
-	// A refusal by the tokens sets the tokens' set from the refusal.
+	// A refusal by the tokens sets the tokens' set from the refusal,
+	// and the requests' from their decision.
 	refused, err := tokens.Allow(context.Background(), "k", 39_000)
 	if err != nil || refused.Allowed {
 		t.Fatalf("39,000 more tokens: %+v, %v", refused, err)
 	}
 	rec := httptest.NewRecorder()
-	w.WriteDenied(rec, httptest.NewRequest(http.MethodGet, "/", nil), &refused)
+	w.WriteDenied(rec, httptest.NewRequest(http.MethodGet, "/", nil), &refused, &dr, &refused)
 	if got := rec.Header().Get("X-RateLimit-Remaining-Tokens"); rec.Code != 429 || got != "38500" {
 		t.Errorf("a refusal by the tokens: %d, X-RateLimit-Remaining-Tokens %q, want 429, 38500", rec.Code, got)
 	}
-	if got := rec.Header().Get("X-RateLimit-Remaining-Requests"); got != "" {
-		t.Errorf("a refusal by the tokens set the requests' fields: %q", got)
+	if got := rec.Header().Get("X-RateLimit-Remaining-Requests"); got != "59" {
+		t.Errorf("a refusal by the tokens: X-RateLimit-Remaining-Requests %q, want 59: every unit's set", got)
+	}
+	if got := rec.Header().Get("RateLimit"); got != `"requests";r=59;t=30, "tokens-1m";r=38500;t=30, "tokens-1h";r=998500;t=3570` {
+		t.Errorf("a refusal by the tokens: RateLimit %q, want every window of both", got)
 	}
 }
 
@@ -103,7 +109,7 @@ func TestUnitsOfOneNameShareASet(t *testing.T) {
 	w := newWriter(t, WithUnitHeaders())
 	for _, ds := range [][]*limiter.Decision{{&dr, &do, &dt}, {&dr, &dt, &do}} {
 		h := http.Header{}
-		w.WriteAll(h, ds)
+		w.Write(h, ds[0], ds...)
 		if got := h.Get("X-RateLimit-Remaining-Tokens") + " of " + h.Get("X-RateLimit-Limit-Tokens"); got != "100 of 1000" {
 			t.Errorf("tokens set %q, want 100 of 1000: the tighter of the two", got)
 		}

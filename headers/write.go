@@ -2,9 +2,7 @@ package headers
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -31,17 +29,23 @@ type bigBlock struct {
 // X-RateLimit-Remaining and X-RateLimit-Reset (the Unix second, rounded
 // up, at which the deciding window ends), the draft RateLimit and
 // RateLimit-Policy fields when enabled, and on a denial only, Retry-After
-// in whole seconds rounded up, at least 1. On an admission it removes any
+// in whole seconds rounded up, at least 1 (none for a cost no wait can
+// admit: d.CostExceedsLimit). On an admission it removes any
 // Retry-After. A nil d writes nothing.
 //
-// applied lists the policies of a response that several applied to: the
-// limiters of one middleware (middleware.WithLimiter), or stacked
-// middlewares. d is then the most restrictive of their decisions and sets
-// every field: RateLimit, X-RateLimit-* and Retry-After describe it
-// alone, and RateLimit-Policy lists the windows of every policy in
-// applied, in order, each policy once, and d's own first if applied lacks
-// it. Without applied, or with d's policy alone, RateLimit-Policy lists
-// d's policy.
+// all lists the decisions of a response that several limits applied to
+// (the limiters of one middleware, stacked middlewares, in-flight caps),
+// in the order they applied; d is then the most restrictive of them (or
+// the refusal) and sets X-RateLimit-* and Retry-After alone. RateLimit-
+// Policy names the policy of each decision of all, each policy once,
+// d's first if all lacks it, and RateLimit lists the windows (a cap: its
+// slots left) of each, in the same order: a client reads every balance
+// the response names, the month's beside the minute's, the tokens'
+// beside the requests'. For d's own policy d is described, not all's
+// decision of it (a shadow refusal let through reads as an admission
+// with nothing left). With WithUnitHeaders each unit's set describes the
+// most restrictive decision of that unit among d and all. Without all,
+// or with d's policy alone, the fields describe d.
 //
 // Write is on every request's path: it formats numbers into one heap block
 // per call (one allocation, see BenchmarkWrite; none with WriteBuffer) and
@@ -52,15 +56,28 @@ type bigBlock struct {
 // its reset. A Decision that carries none (a custom middleware.Limiter's
 // that limiter.Dated did not date; the middleware dates them) is dated by
 // the system clock.
-func (w *Writer) Write(h http.Header, d *limiter.Decision, applied ...*limiter.Policy) {
+func (w *Writer) Write(h http.Header, d *limiter.Decision, all ...*limiter.Decision) {
 	w.write(h, d)
-	if w.units {
-		w.writeUnit(h, d)
-	}
-	if d == nil || !w.draft || len(applied) == 0 || len(applied) == 1 && applied[0] == d.Policy {
+	if d == nil {
 		return
 	}
-	h[w.names.RateLimitPolicy] = []string{w.policyList(d, applied)}
+	if w.units {
+		w.writeUnits(h, d, all)
+	}
+	if w.draft && anotherPolicy(d, all) {
+		w.writeLists(h, d, all)
+	}
+}
+
+// anotherPolicy reports whether a decision of all is of a policy other
+// than d's.
+func anotherPolicy(d *limiter.Decision, all []*limiter.Decision) bool {
+	for _, o := range all {
+		if o != nil && o.Policy != d.Policy {
+			return true
+		}
+	}
+	return false
 }
 
 // write is Write of d alone.
@@ -111,7 +128,7 @@ func (w *Writer) write(h http.Header, d *limiter.Decision) {
 			n++
 		}
 	}
-	if !d.Allowed {
+	if !d.Allowed && !never(d) {
 		s := len(b)
 		b = strconv.AppendInt(b, RetryAfterSeconds(d.RetryAfter), 10)
 		add(w.names.RetryAfter, s)
@@ -145,7 +162,7 @@ func (w *Writer) write(h http.Header, d *limiter.Decision) {
 		vals = append(vals, policyValue)
 		h[w.names.RateLimitPolicy] = vals[n : n+1 : n+1]
 	}
-	if d.Allowed {
+	if d.Allowed || never(d) {
 		delete(h, w.names.RetryAfter)
 	}
 }
@@ -167,9 +184,9 @@ type Buffer struct {
 // into, as the storage of the legacy fields of an admission: no
 // allocation. A denial (its Retry-After), and the draft fields when
 // enabled, are formatted into an allocation of their own as ever.
-func (w *Writer) WriteBuffer(buf *Buffer, h http.Header, d *limiter.Decision, applied ...*limiter.Policy) {
+func (w *Writer) WriteBuffer(buf *Buffer, h http.Header, d *limiter.Decision, all ...*limiter.Decision) {
 	if buf == nil || buf.vals[0] != "" || d == nil || !d.Allowed || !w.legacy || w.draft || w.units {
-		w.Write(h, d, applied...)
+		w.Write(h, d, all...)
 		return
 	}
 	w.writeLegacyInto(buf.vals[:], buf.buf[:0], h, d)
@@ -201,7 +218,7 @@ func (w *Writer) writeLegacyInto(vals []string, b []byte, h http.Header, d *limi
 		vals[2] = w.ints.format(unixCeil(d.ResetAt))
 		h[w.names.Reset] = vals[2:3:3]
 	}
-	if d.Allowed {
+	if d.Allowed || never(d) {
 		delete(h, w.names.RetryAfter)
 		return
 	}
@@ -211,35 +228,52 @@ func (w *Writer) writeLegacyInto(vals []string, b []byte, h http.Header, d *limi
 	h[w.names.RetryAfter] = vals[3:4:4]
 }
 
-// policyList returns the RateLimit-Policy value of d's policy and the
-// applied ones, each once, d's first unless applied names it, at d's
-// instant (a calendar window's w is the length of the one current then).
-func (w *Writer) policyList(d *limiter.Decision, applied []*limiter.Policy) string {
+// writeLists sets RateLimit-Policy and RateLimit to name, in one order,
+// the policy of every decision of all (each policy once, d's first
+// unless all has it) and its windows: d itself for d's policy. Each item
+// is at its own decision's instant (a calendar window's w is the length
+// of the one current then). It keeps no pointer it is given, so that
+// the doors' decisions stay on their stacks.
+func (w *Writer) writeLists(h http.Header, d *limiter.Decision, all []*limiter.Decision) {
+	var limit, policy []byte
+	if !hasPolicy(all, d.Policy) {
+		limit, policy = w.appendItems(limit, policy, d)
+	}
+	for i, o := range all {
+		switch {
+		case o == nil || hasPolicy(all[:i], o.Policy):
+		case o.Policy == d.Policy:
+			limit, policy = w.appendItems(limit, policy, d)
+		default:
+			limit, policy = w.appendItems(limit, policy, o)
+		}
+	}
+	h[w.names.RateLimit] = []string{string(limit)}
+	h[w.names.RateLimitPolicy] = []string{string(policy)}
+}
+
+// hasPolicy reports whether a decision of ds is of policy p.
+func hasPolicy(ds []*limiter.Decision, p *limiter.Policy) bool {
+	for _, o := range ds {
+		if o != nil && o.Policy == p {
+			return true
+		}
+	}
+	return false
+}
+
+// appendItems appends to the RateLimit and RateLimit-Policy values the
+// items of d, at its own instant.
+func (w *Writer) appendItems(limit, policy []byte, d *limiter.Decision) ([]byte, []byte) {
 	at := d.DecidedAt()
 	if at.IsZero() {
 		at = time.Now()
 	}
-	var sb strings.Builder
-	add := func(item string) {
-		if sb.Len() > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString(item)
+	if len(limit) > 0 {
+		limit, policy = append(limit, ", "...), append(policy, ", "...)
 	}
-	switch {
-	case d.Policy == nil:
-		// A custom decision without a policy names its own window, as
-		// write does.
-		add(string(appendPolicyItem(nil, `"`+windowName(nil, d.Window)+`"`, sfInteger(d.Limit), d.Window)))
-	case !slices.Contains(applied, d.Policy):
-		add(w.policies.get(d.Policy).policyAt(at))
-	}
-	for i, p := range applied {
-		if p != nil && !slices.Contains(applied[:i], p) {
-			add(w.policies.get(p).policyAt(at))
-		}
-	}
-	return sb.String()
+	_, limit, p := w.appendDraft(limit, d, at)
+	return limit, append(policy, p...)
 }
 
 // appendDraft appends the RateLimit value of d to b and returns where it

@@ -120,9 +120,9 @@ func (w *Writer) Lower() *Writer {
 // Retry-After; the draft gives Retry-After precedence. A Decision not
 // made by limiter.Decide (a custom Limiter's) describes its deciding
 // window only, and RateLimit lists that one. With several policies
-// applied to one response (stacked middlewares, WithLimiter),
-// RateLimit lists the windows of the most restrictive decision, and
-// RateLimit-Policy every policy. Default: off.
+// applied to one response (stacked middlewares, WithLimiter, in-flight
+// caps), RateLimit-Policy names every one and RateLimit lists the
+// windows of every one, in the same order (see Write). Default: off.
 //
 // Every number is an RFC 9651 Integer, at most 15 digits: NewPolicy
 // bounds limits by limiter.MaxLimit, so what a limiter decides always

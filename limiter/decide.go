@@ -27,7 +27,9 @@ const msBound = 1 << 62
 // decision. When the request is refused, next holds the prior counts of the
 // current windows and nothing need be written.
 //
-// A window refuses when cost > limit, or when count > limit − cost: the
+// A window refuses when cost > limit (the decision then says
+// CostExceedsLimit, with no RetryAfter: no wait helps), or when
+// count > limit − cost: the
 // comparison is arranged so that nothing can overflow, however large a
 // stored count is. A negative stored count is corrupt and treated as a full
 // window, so corruption fails closed. A count above the limit (a limit
@@ -48,6 +50,7 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 	}
 	*d = Decision{Policy: p, nowMs: ms, windows: true}
 	deny, pick := -1, -1
+	never := false // a window whose limit the cost exceeds
 	var ends [MaxWindows]int64
 	for i := range p.rates {
 		limit := p.rates[i].Limit
@@ -82,7 +85,14 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 		// debt (a limit lowered under its count, a settle past it):
 		// Used reads it back, Remaining clamps it.
 		d.remaining[i] = limit - count
-		if cost > limit || count > limit-cost {
+		switch {
+		case cost > limit:
+			// No wait helps: this window decides the refusal, the
+			// first of them if several.
+			if !never {
+				deny, never = i, true
+			}
+		case count > limit-cost && !never:
 			if deny < 0 || end > ends[deny] {
 				deny = i
 			}
@@ -90,6 +100,9 @@ func decide(p *Policy, prior *[MaxWindows]State, now time.Time, cost int64, next
 	}
 	if deny >= 0 {
 		d.fill(deny, ends[deny], ms, sub)
+		if never {
+			d.CostExceedsLimit, d.RetryAfter = true, 0
+		}
 		return
 	}
 	d.Allowed = true

@@ -23,28 +23,30 @@ func TestDecide(t *testing.T) {
 		wantRemaining int64
 		wantCount     int64 // stored count after
 		wantRetry     time.Duration
+		wantNever     bool // CostExceedsLimit: no wait helps
 	}{
-		{"fresh_key", 0, 0, 1, true, 9, 1, 0},
-		{"ninth_to_tenth", 9, cur, 1, true, 0, 10, 0},
-		{"full_window_denied", 10, cur, 1, false, 0, 10, 30 * time.Second},
-		{"stale_window_resets", 10, cur - 1, 1, true, 9, 1, 0},
-		{"future_window_state_counts_as_empty", 10, cur + 1, 1, true, 9, 1, 0},
-		{"weighted_fits_exactly", 5, cur, 5, true, 0, 10, 0},
-		{"weighted_does_not_fit", 6, cur, 5, false, 4, 6, 30 * time.Second},
-		{"cost_above_limit_denied_without_charge", 0, cur, 11, false, 10, 0, 30 * time.Second},
-		{"huge_cost_no_overflow", 0, cur, math.MaxInt64, false, 10, 0, 30 * time.Second},
-		{"corrupt_huge_count_denied", math.MaxInt64, cur, 1, false, 0, math.MaxInt64, 30 * time.Second},
-		{"corrupt_near_max_count_cost_one", math.MaxInt64 - 5, cur, 10, false, 0, math.MaxInt64 - 5, 30 * time.Second},
-		{"corrupt_negative_count_fails_closed", -3, cur, 1, false, 0, -3, 30 * time.Second},
-		{"corrupt_min_count_fails_closed", math.MinInt64, cur, 1, false, 0, math.MinInt64, 30 * time.Second},
+		{"fresh_key", 0, 0, 1, true, 9, 1, 0, false},
+		{"ninth_to_tenth", 9, cur, 1, true, 0, 10, 0, false},
+		{"full_window_denied", 10, cur, 1, false, 0, 10, 30 * time.Second, false},
+		{"stale_window_resets", 10, cur - 1, 1, true, 9, 1, 0, false},
+		{"future_window_state_counts_as_empty", 10, cur + 1, 1, true, 9, 1, 0, false},
+		{"weighted_fits_exactly", 5, cur, 5, true, 0, 10, 0, false},
+		{"weighted_does_not_fit", 6, cur, 5, false, 4, 6, 30 * time.Second, false},
+		{"cost_above_limit_denied_without_charge_or_wait", 0, cur, 11, false, 10, 0, 0, true},
+		{"cost_above_limit_of_a_full_window", 10, cur, 11, false, 0, 10, 0, true},
+		{"huge_cost_no_overflow", 0, cur, math.MaxInt64, false, 10, 0, 0, true},
+		{"corrupt_huge_count_denied", math.MaxInt64, cur, 1, false, 0, math.MaxInt64, 30 * time.Second, false},
+		{"corrupt_near_max_count_cost_one", math.MaxInt64 - 5, cur, 10, false, 0, math.MaxInt64 - 5, 30 * time.Second, false},
+		{"corrupt_negative_count_fails_closed", -3, cur, 1, false, 0, -3, 30 * time.Second, false},
+		{"corrupt_min_count_fails_closed", math.MinInt64, cur, 1, false, 0, math.MinInt64, 30 * time.Second, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			prior := [MaxWindows]State{{Window: tt.window, Count: tt.count}}
 			next, d := Decide(minute, prior, at, tt.cost)
-			if d.Allowed != tt.wantAllowed || d.Remaining != tt.wantRemaining || d.RetryAfter != tt.wantRetry {
-				t.Errorf("Decide(count %d, cost %d) = allowed %v remaining %d retry %v, want %v %d %v",
-					tt.count, tt.cost, d.Allowed, d.Remaining, d.RetryAfter, tt.wantAllowed, tt.wantRemaining, tt.wantRetry)
+			if d.Allowed != tt.wantAllowed || d.Remaining != tt.wantRemaining || d.RetryAfter != tt.wantRetry || d.CostExceedsLimit != tt.wantNever {
+				t.Errorf("Decide(count %d, cost %d) = allowed %v remaining %d retry %v exceeds %v, want %v %d %v %v",
+					tt.count, tt.cost, d.Allowed, d.Remaining, d.RetryAfter, d.CostExceedsLimit, tt.wantAllowed, tt.wantRemaining, tt.wantRetry, tt.wantNever)
 			}
 			if next[0].Window != cur || next[0].Count != tt.wantCount {
 				t.Errorf("next state = %+v, want {Window:%d Count:%d}", next[0], cur, tt.wantCount)
@@ -216,5 +218,52 @@ func BenchmarkDecide(b *testing.B) {
 				st, _ = Decide(bc.p, st, now, 1)
 			}
 		})
+	}
+}
+
+// TestSettled: a decision read as if charged another cost moves every
+// window by the difference, keeps its deciding window, clamps Remaining
+// at zero in debt, and leaves refusals and uncharged decisions alone.
+func TestSettled(t *testing.T) {
+	p := MustPolicy("tokens", PerMinute(100), PerHour(1000))
+	at := time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)
+	var prior [MaxWindows]State
+	_, d := Decide(p, prior, at, 60) // 40 of the minute, 940 of the hour left
+	tests := []struct {
+		name                string
+		d                   Decision
+		reserved, actual    int64
+		remaining           int64
+		minute, hour        int64 // WindowAt(i).Used
+		sameWindow, changed bool
+	}{
+		{"less_than_reserved", d, 60, 20, 80, 20, 20, true, true},
+		{"more_than_reserved", d, 60, 90, 10, 90, 90, true, true},
+		{"into_debt", d, 60, 150, 0, 150, 150, true, true},
+		{"as_reserved", d, 60, 60, 40, 60, 60, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Settled(tt.d, tt.reserved, tt.actual)
+			if got.Remaining != tt.remaining || got.WindowAt(0).Used != tt.minute || got.WindowAt(1).Used != tt.hour {
+				t.Fatalf("Settled(reserved %d, actual %d): remaining %d, used %d and %d; want %d, %d and %d",
+					tt.reserved, tt.actual, got.Remaining, got.WindowAt(0).Used, got.WindowAt(1).Used, tt.remaining, tt.minute, tt.hour)
+			}
+			if got.Window != tt.d.Window || got.Limit != tt.d.Limit || !got.ResetAt.Equal(tt.d.ResetAt) {
+				t.Fatalf("the deciding window moved: %+v, from %+v", got, tt.d)
+			}
+		})
+	}
+	full, _ := Decide(p, prior, at, 100)
+	_, refused := Decide(p, full, at, 1)
+	if got := Settled(refused, 1, 0); got != refused {
+		t.Fatalf("a refusal changed: %+v", got)
+	}
+	if got := Settled(Uncharged(d), 60, 0); got.Remaining != d.Remaining {
+		t.Fatalf("an uncharged decision changed: %+v", got)
+	}
+	custom := Decision{Allowed: true, Limit: 10, Remaining: 4}
+	if got := Settled(custom, 5, 1); got.Remaining != 8 {
+		t.Fatalf("a custom decision: Remaining %d, want 8", got.Remaining)
 	}
 }

@@ -16,14 +16,21 @@ import (
 type Decision struct {
 	// Allowed reports whether the request was admitted (and charged).
 	Allowed bool
+	// CostExceedsLimit reports a refusal no wait can turn into an
+	// admission: the request's cost is more than a window of the
+	// policy admits at all (a reservation of 60,000 tokens on a day of
+	// 50,000). RetryAfter is then zero, and the doors answer without a
+	// Retry-After (gRPC: no RetryInfo, pushback -1), saying that the
+	// cost exceeds the limit. ResetAt and Remaining describe that window
+	// as ever.
+	CostExceedsLimit bool
 
 	// Beside Allowed, the flags and the nanoseconds fill the word its
 	// padding would waste: a Decision is copied on every request's path
 	// (returned by value, kept in the middleware's per-request state).
 	uncharged bool  // admitted without a charge: nothing to refund
 	windows   bool  // made by Decide: nowMs and remaining describe every window
-	dated     bool  // not made by Decide, but given its instant by Dated
-	datedNs   int32 // with dated, the nanoseconds of the instant past nowMs
+	datedNs   int32 // not made by Decide, but given its instant by Dated: 1 + the nanoseconds of the instant past nowMs; 0 if not
 
 	// Limit is the deciding window's limit.
 	Limit int64
@@ -34,10 +41,9 @@ type Decision struct {
 	// starts again: for a calendar rate, the next local boundary.
 	ResetAt time.Time
 	// RetryAfter is how long until the deciding window resets; zero when
-	// Allowed. It points at the aligned boundary, never at "one window
-	// from now". A request whose cost exceeds the limit never fits, yet is
-	// told the same: callers that weigh requests should keep costs within
-	// the limit.
+	// Allowed, and when the cost exceeds the limit (CostExceedsLimit),
+	// which no wait helps. It points at the aligned boundary, never at
+	// "one window from now".
 	RetryAfter time.Duration
 	// Window is the length of the deciding window (for a calendar rate,
 	// of the current one: a day of 23 hours where the clocks spring
@@ -60,10 +66,14 @@ type Decision struct {
 // its own instant: Dated returns it unchanged.
 func Dated(d Decision, at time.Time) Decision {
 	if !d.windows {
-		d.nowMs, d.datedNs, d.dated = at.UnixMilli(), int32(at.Nanosecond()%int(time.Millisecond)), true
+		d.nowMs, d.datedNs = at.UnixMilli(), datedNs(at)
 	}
 	return d
 }
+
+// datedNs returns what Decision.datedNs holds for a decision dated at:
+// one more than the nanoseconds of at past its millisecond.
+func datedNs(at time.Time) int32 { return int32(at.Nanosecond()%int(time.Millisecond)) + 1 }
 
 // Uncharged returns d marked as charged to nothing, for a store that
 // admits without counting (a fail-open answer while its backend is away):
@@ -84,6 +94,38 @@ func AtMost(d Decision, n int64) Decision {
 	for i := range d.remaining {
 		d.remaining[i] = min(d.remaining[i], n)
 	}
+	return d
+}
+
+// Settled returns d as it reads once the request it admitted is charged
+// actual rather than reserved, the cost d charged: every window's
+// remaining moved by reserved − actual (below zero for a key taken into
+// debt, which Remaining clamps), for a door that describes a request
+// whose cost is known only later (middleware.WithReported: its headers
+// are written at the response's first byte, from what the handler has
+// reported by then). A refusal, and a decision charged to nothing, are
+// returned as they are. It changes no count: Settler does.
+func Settled(d Decision, reserved, actual int64) Decision {
+	if !d.Allowed || d.uncharged || actual == reserved {
+		return d
+	}
+	delta := reserved - actual
+	if !d.windows {
+		d.Remaining = max(0, d.Remaining+delta)
+		return d
+	}
+	pick := -1
+	for i := range d.Policy.rates {
+		d.remaining[i] += delta
+		// The deciding window of an admission, as Decide picks it: the
+		// least remaining, on a tie the longer window. Every window moved
+		// alike, so it is the same one.
+		if pick < 0 || d.remaining[i] < d.remaining[pick] ||
+			d.remaining[i] == d.remaining[pick] && d.Policy.spans[i].ms > d.Policy.spans[pick].ms {
+			pick = i
+		}
+	}
+	d.Remaining = max(0, d.remaining[pick])
 	return d
 }
 
@@ -129,8 +171,8 @@ func (w WindowStatus) ResetAt() time.Time { return time.UnixMilli(w.resetMs) }
 // zero Decision, a custom Limiter's); the middleware dates those.
 func (d *Decision) DecidedAt() time.Time {
 	switch {
-	case d.dated:
-		return time.UnixMilli(d.nowMs).Add(time.Duration(d.datedNs))
+	case d.datedNs > 0:
+		return time.UnixMilli(d.nowMs).Add(time.Duration(d.datedNs - 1))
 	case !d.windows:
 		return time.Time{}
 	}

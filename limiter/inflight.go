@@ -206,7 +206,7 @@ func (f *InFlight) Acquire(ctx context.Context, key string) (d Decision, release
 	// Filled in place, as Dated would date it: a Decision is 120 bytes,
 	// and copies of it were a tenth of an Acquire.
 	d.Allowed, d.Limit, d.Remaining, d.Policy = s.Acquired, s.Max, max(0, s.Max-s.Held), f.policyFor(s.Max)
-	d.nowMs, d.datedNs, d.dated = now.UnixMilli(), int32(now.Nanosecond()%int(time.Millisecond)), true
+	d.nowMs, d.datedNs = now.UnixMilli(), datedNs(now)
 	if !s.Acquired {
 		// Whatever the store counted (a store that could not read the
 		// key's slots refuses holding none), a refusal leaves nothing.

@@ -172,7 +172,8 @@ func MustNew(p *Policy, opts ...Option) *Limiter {
 
 // Allow decides whether key may spend cost now, and charges it if so. A
 // refusal is a Decision with Allowed false and a nil error. A cost above
-// the limit is refused without charge. Errors report a cost ≤ 0 or an empty
+// a window's limit is refused without charge and without a wait
+// (Decision.CostExceedsLimit). Errors report a cost ≤ 0 or an empty
 // key (no state is created), a done context, or a store that could not
 // decide.
 //

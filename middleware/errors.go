@@ -16,8 +16,10 @@ var (
 	// handler get, a request that met a setting the server got wrong
 	// and that no constructor could see: a resolver (WithResolver) that
 	// returned a typed nil limiter. Such a request is answered 500 and
-	// reported as Misconfigured, never a panic. (A key function
-	// installed where it cannot work wraps keyfunc.ErrMisconfigured.)
+	// reported as Misconfigured, never a panic. A handler's Report in a
+	// unit no limit around it counts (a misspelt "acme-tokenz") is
+	// reported so too. (A key function installed where it cannot work
+	// wraps keyfunc.ErrMisconfigured.)
 	ErrMisconfigured = errors.New("middleware: misconfigured")
 )
 

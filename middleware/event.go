@@ -34,7 +34,11 @@ const (
 	// ClientIPFrom* middleware), or the resolver returned a limiter that
 	// cannot be asked, a typed nil (the error wraps ErrMisconfigured).
 	// No limiter was asked; the request was answered by the error
-	// handler (500), with or without WithFailOpen.
+	// handler (500), with or without WithFailOpen. Also: the handler
+	// reported a cost (Report) in a unit no limit around it counts, a
+	// misspelt unit say (the error wraps ErrMisconfigured and names the
+	// units counted; Cost is the cost reported; no Request, Policy or
+	// Key); Report returned false, and the request goes on.
 	Misconfigured
 	// Canceled: the limiter could not decide and the request's context
 	// was done: the client left, or the server's own deadline for the
@@ -96,8 +100,9 @@ func (o Outcome) String() string {
 // A middleware with several limiters reports one event per limiter it
 // asked. The zero Event describes nothing.
 type Event struct {
-	// Request is the request being limited. An observer must not keep it
-	// after returning.
+	// Request is the request being limited; nil for a Misconfigured
+	// report (Report is given the request's context alone). An observer
+	// must not keep it after returning.
 	Request *http.Request
 	// Key is the key the limiter was asked about; empty for KeyError,
 	// KeyFailed and Misconfigured.

@@ -55,7 +55,7 @@ func ExampleWithInFlight() {
 	send(mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))) // the first has ended
 	// Output:
 	// Policy: exports: 1 in flight
-	// 429 RateLimit: "exports";r=0 | Retry-After: "1"
+	// 429 RateLimit: "api";r=99;t=30, "exports";r=0 | Retry-After: "1"
 	// 200 RateLimit: "api";r=99;t=30, "exports";r=0 | Retry-After: ""
 	// 200 RateLimit: "api";r=98;t=30, "exports";r=0 | Retry-After: ""
 }

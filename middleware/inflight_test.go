@@ -256,7 +256,8 @@ func TestInFlightRefusalChargesNoRate(t *testing.T) {
 	}
 	wantHeaders(t, w, map[string]string{
 		"Retry-After": "1", "X-RateLimit-Limit": "1", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "",
-		"RateLimit":        `"exports";r=0`,
+		// Every policy that applied, the rates refunded: r as before it.
+		"RateLimit":        `"per-ip-1m";r=10;t=30, "per-ip-1s";r=5;t=1, "per-user";r=19;t=30, "exports";r=0`,
 		"RateLimit-Policy": `"per-ip-1m";q=10;w=60, "per-ip-1s";q=5;w=1, "per-user";q=20;w=60, "exports";q=1;qu="concurrent-requests"`,
 	})
 	after := [2]limiter.Decision{}
@@ -285,7 +286,7 @@ func TestInFlightRefusalChargesNoRate(t *testing.T) {
 	w = call(h, "192.0.2.2:1", "X-User", "ann")
 	wantHeaders(t, w, map[string]string{
 		"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4",
-		"RateLimit": `"per-ip-1m";r=9;t=30, "per-ip-1s";r=4;t=1, "exports";r=0`,
+		"RateLimit": `"per-ip-1m";r=9;t=30, "per-ip-1s";r=4;t=1, "per-user";r=18;t=30, "exports";r=0`,
 	})
 	if w.Code != http.StatusOK {
 		t.Fatalf("after the holder ended: %d", w.Code)
@@ -406,7 +407,7 @@ func TestInFlightStackedHeaders(t *testing.T) {
 		middleware.WithInFlight(newInFlight(t, clk, "exports", 2), nil))
 	w := call(outer(inner(&okHandler{})), "192.0.2.1:1")
 	wantHeaders(t, w, map[string]string{
-		"RateLimit":        `"api";r=9;t=60, "site-slots";r=49, "exports";r=1`,
+		"RateLimit":        `"site";r=99;t=60, "api";r=9;t=60, "site-slots";r=49, "exports";r=1`,
 		"RateLimit-Policy": `"site";q=100;w=60, "api";q=10;w=60, "site-slots";q=50;qu="concurrent-requests", "exports";q=2;qu="concurrent-requests"`,
 	})
 }

@@ -22,32 +22,49 @@ import (
 // would take the request's total past it), for a request with no charge
 // to settle in unit (a misspelt unit, a handler outside the middleware,
 // an exempt request, a limit that failed open), and once the middleware
-// has settled (a goroutine the handler left behind). A request
+// has settled (a goroutine the handler left behind). A unit that no
+// limit around the handler counts, under a middleware that meters
+// others, is a misconfiguration: besides returning false, Report tells
+// the observer of the innermost such middleware (Misconfigured). A
+// handler under no metering middleware has no observer to tell. A request
 // WithCountIf refunds, by its status once the handler has returned, is
 // charged nothing, whatever was reported.
 func Report(ctx context.Context, unit string, cost int64) bool {
 	return verdict.Report(ctx, unit, cost)
 }
 
-// A meteredRequest is what a request with limits to settle needs when a
-// middleware around this one made its state (newState makes the same
-// room in the state's allocation otherwise), in one allocation: the
-// tally its handler reports to, which is the context of the request the
-// handler gets, and a status recorder to count the bytes of its response
-// (WithBytes).
-type meteredRequest struct {
-	tally verdict.Tally
-	rec   statusRecorder
-	req   http.Request
+// misreported is the error of a report in unit, which no limit around
+// the handler counts: a door that counts units was told.
+func misreported(unit string, units []string) error {
+	return fmt.Errorf("%w: Report(ctx, %q, cost): no limit around the handler counts %q (this middleware's count %q)",
+		ErrMisconfigured, unit, unit, units)
 }
 
-// newMeteredRequest returns the metered request of r, for limits
-// reported in units, and the request the handler gets.
-func newMeteredRequest(r *http.Request, units []string) (*meteredRequest, *http.Request) {
+// A meter is what a request with limits to settle needs, from one
+// middleware: the tally its handler reports to, which is the context of
+// the request the handler gets, and a status recorder that counts the
+// bytes of its response (WithBytes) and writes the headers at its first
+// byte. newState makes one in the state's allocation for the outermost
+// middleware that decides; newMeteredRequest for one inside.
+type meter struct {
+	tally verdict.Tally
+	rec   statusRecorder
+}
+
+// A meteredRequest is a meter and the request the handler gets, in one
+// allocation, for a middleware inside the one that made the state.
+type meteredRequest struct {
+	meter
+	req http.Request
+}
+
+// newMeteredRequest returns the meter of r, for limits reported in
+// units, and the request the handler gets.
+func newMeteredRequest(r *http.Request, units *verdict.Units) (*meter, *http.Request) {
 	mr := new(meteredRequest)
 	mr.tally.Init(r.Context(), units)
 	mr.req = *r.WithContext(&mr.tally)
-	return mr, &mr.req
+	return &mr.meter, &mr.req
 }
 
 // meter makes rule i, added by WithReported or WithBytes, metered by m

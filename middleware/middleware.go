@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/internal/verdict"
@@ -170,12 +171,19 @@ func build(l Limiter, opts []Option) (func(http.Handler) http.Handler, error) {
 		}
 		c.headers = w
 	}
+	c.held = c.limits.Describing(c.shared, c.headers.WritesEveryDecision())
+	if c.observe != nil && len(c.limits.Reported.List) > 0 {
+		obs, units := c.observe, c.limits.Reported.List
+		c.limits.Reported.Misreported = func(_ context.Context, unit string, cost int64) {
+			obs(Event{Outcome: Misconfigured, Cost: cost, Err: misreported(unit, units)})
+		}
+	}
 	if c.denied == nil {
 		c.deny = c.headers.WriteDenied
 	} else {
 		custom := c.denied
-		c.deny = func(w http.ResponseWriter, r *http.Request, d *limiter.Decision, applied ...*limiter.Policy) {
-			c.headers.Write(w.Header(), d, applied...)
+		c.deny = func(w http.ResponseWriter, r *http.Request, d *limiter.Decision, all ...*limiter.Decision) {
+			c.headers.Write(w.Header(), d, all...)
 			custom(w, r, d)
 		}
 	}
@@ -236,15 +244,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.onError(w, r, l.Err)
 		return
 	case verdict.Deny:
-		h.deny(w, r, l.Best, l.Applied[:l.NApplied])
+		h.deny(w, r, &l)
 		return
 	}
-	r, rec, tally := h.describe(w, r, &l)
-	if l.Held.Len() == 0 && (!l.Decided || c.countIf == nil) && l.Charged.N == 0 {
+	r, rec, m := h.describe(w, r, &l)
+	if l.Held.Len() == 0 && (!l.Decided || c.countIf == nil) && !l.Charged.Owed {
 		h.next.ServeHTTP(w, r) // nothing to settle
 		return
 	}
-	h.serve(w, r, rec, tally, &l)
+	h.serve(w, r, rec, m, &l)
 }
 
 // identify resolves every key of the request, the rules' then the caps',
@@ -323,25 +331,89 @@ func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Li
 	return true
 }
 
-// deny answers a refusal: the headers of d, naming every policy that
-// applied (the middlewares' around this one too), then the 429. d is a
-// copy, so that only a refusal moves a Decision to the heap: the denied
-// handler is a func value the compiler cannot see through.
-func (h *handler) deny(w http.ResponseWriter, r *http.Request, d limiter.Decision, applied []*limiter.Policy) {
-	h.cfg.deny(w, r, &d, stateFrom(r.Context()).with(applied)...)
+// deny answers a refusal: the headers of the refusal, with, when the
+// door describes every decision, those of every limit that applied (the
+// middlewares' around this one, as they stand, and this one's rates
+// before the refusal, read as charged nothing once refunded), then the
+// 429. The refusal is a copy, so that only a refusal moves a Decision
+// to the heap: the denied handler is a func value the compiler cannot
+// see through.
+func (h *handler) deny(w http.ResponseWriter, r *http.Request, l *verdict.Life) {
+	c := h.cfg
+	d := l.Best
+	if !c.limits.Every {
+		c.deny(w, r, &d)
+		return
+	}
+	// One allocation for what a refusal's answer lists: the copies keep
+	// the life on its door's stack.
+	dn := new(deniedAnswer)
+	dn.d = d
+	n := 0
+	if st := stateFrom(r.Context()); st != nil {
+		var kept [verdict.MaxPolicies]*limiter.Decision
+		_, kept, n = st.v.Describe(&dn.room)
+		copy(dn.ptrs[:], kept[:n])
+	}
+	all := dn.ptrs[:n]
+	for i := range l.Charged.N {
+		dn.mine[i] = l.Charged.D[i]
+		all = append(all, &dn.mine[i])
+	}
+	all = append(all, &dn.d)
+	c.deny(w, r, &dn.d, all...)
 }
 
-// describe writes the headers of what admitted the request: the most
-// restrictive decision, joined with those of the middlewares around it in
-// the request's state (made here by the outermost middleware that
-// decides, in one allocation with the request the handler gets), every
-// policy that applied, and the caps' slots. It returns the request to
-// serve and the status recorder made with the state, if any. A request
+// deniedAnswer is what the answer to a refusal lists, when the door
+// describes every decision: the refusal, the decisions of the
+// middlewares around (room), this one's rates before the refusal
+// (mine), and pointers to them all.
+type deniedAnswer struct {
+	d    limiter.Decision
+	room [verdict.MaxPolicies]limiter.Decision
+	mine [verdict.MaxRules]limiter.Decision
+	ptrs [verdict.MaxPolicies + verdict.MaxRules + 1]*limiter.Decision
+}
+
+// answer writes the headers of what admitted the request, as its state
+// holds it now: the most restrictive decision of every middleware (with,
+// for a metered request, t its innermost tally, the decisions held there
+// read at the cost reported so far), when the doors keep them every
+// decision (each Reported one read so too), and the caps' slots.
+func (c *config) answer(h http.Header, st *state, t *verdict.Tally) {
+	if !c.limits.Every {
+		var best limiter.Decision
+		if t != nil {
+			best = st.v.DescribedWith(t)
+		} else {
+			best = st.v.Described()
+		}
+		c.headers.WriteBuffer(&st.hdr, h, &best)
+	} else {
+		var room [verdict.MaxPolicies]limiter.Decision
+		best, all, n := st.v.Describe(&room)
+		c.headers.Write(h, &best, all[:n]...)
+	}
+	if st.caps != nil {
+		writeCaps(c.headers, h, st.caps)
+	}
+}
+
+// describe joins what admitted the request to the request's state (made
+// here by the outermost middleware that decides, in one allocation with
+// the request the handler gets): its most restrictive decision, every
+// policy that applied, each rule's decision when the headers describe
+// every one (Limits.Every), and the caps' slots; and writes the headers
+// (answer), or, for a request with metered limits (WithReported,
+// WithBytes), has them written at the response's first byte, so that a
+// handler that reports its cost before it writes gets headers at that
+// cost. It returns the request to serve, the status recorder made with
+// the state, if any, and the request's meter, if metered. A request
 // that no rate decided (every one failed open, or a middleware of caps
 // alone) makes no state: its caps' slots join the state of the
 // middlewares around it, if any, and are described with theirs, else
 // alone.
-func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Life) (*http.Request, *statusRecorder, *verdict.Tally) {
+func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Life) (*http.Request, *statusRecorder, *meter) {
 	c := h.cfg
 	if !l.Decided {
 		if l.Held.Len() == 0 {
@@ -351,10 +423,8 @@ func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Li
 		if st := stateFrom(l.Ctx); st != nil {
 			// The headers are written anew, the rates' then every cap's,
 			// as each middleware of a stack writes them.
-			hd := st.described()
-			c.headers.WriteBuffer(&st.hdr, w.Header(), &hd, st.applied()...)
 			held.Prev, st.caps = st.caps, held
-			writeCaps(c.headers, w.Header(), st.caps)
+			c.answer(w.Header(), st, nil)
 			return r, nil, nil
 		}
 		writeCaps(c.headers, w.Header(), held)
@@ -363,20 +433,38 @@ func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Li
 	var (
 		rec   *statusRecorder
 		spare *heldCaps // room for the caps' slots in the state's allocation
-		tally *verdict.Tally
+		m     *meter
 	)
+	metered := c.limits.Settles && l.Charged.Owed
+	best, hold := &l.Best, -1
+	var others limiter.Decision
+	if metered && c.held >= 0 {
+		hold = l.HeldOut(c.held, &others)
+		if hold >= 0 && l.Best.Policy == l.Charged.D[hold].Policy {
+			best = &others // the held decision is read at the first byte
+		}
+	}
 	st := stateFrom(l.Ctx)
 	if st == nil {
-		metered := c.limits.Settles && l.Charged.N > 0
-		st, r, rec, spare, tally = newState(r, &l.Best, c.countIf != nil, len(c.caps) > 0, metered, c.limits.Reported)
+		st, r, rec, spare, m = newState(r, best, c.countIf != nil, len(c.caps) > 0, metered, &c.limits.Reported)
+	} else if metered {
+		m, r = newMeteredRequest(r, &c.limits.Reported)
 	}
-	st.merge(&l.Best) // a no-op on a state made here, with Best
-	st.apply(l.RatesApplied())
-	hd := st.described()
-	if c.limits.Settles && l.Charged.N > 1 && c.headers.WritesEveryDecision() {
-		writeAll(c.headers, w.Header(), hd, l, st.applied())
-	} else {
-		c.headers.WriteBuffer(&st.hdr, w.Header(), &hd, st.applied()...)
+	if hold >= 0 {
+		rl := l.RuleOf(hold)
+		m.tally.Hold(&l.Charged.D[hold], l.Costs[c.held], slices.Index(c.limits.Reported.List, rl.Unit))
+	}
+	keep := c.limits.Every
+	st.v.Merge(best, keep) // a no-op on a state made here, with best
+	st.v.Apply(l.RatesApplied(), keep)
+	if keep {
+		for i := range l.Charged.N {
+			e := verdict.Entry{D: l.Charged.D[i]}
+			if rl := l.RuleOf(i); m != nil && rl.Meter == verdict.Reported {
+				e.Reserved, e.Unit, e.Tally = l.Costs[l.Charged.Rule[i]], rl.Unit, &m.tally
+			}
+			st.v.Keep(e)
+		}
 	}
 	if l.Held.Len() > 0 {
 		held := spare
@@ -385,63 +473,47 @@ func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Li
 		}
 		held.Caps, held.Prev, st.caps = l.Held, st.caps, held
 	}
-	if st.caps != nil {
-		writeCaps(c.headers, w.Header(), st.caps)
+	if m == nil {
+		c.answer(w.Header(), st, nil)
+		return r, rec, nil
 	}
-	return r, rec, tally
-}
-
-// writeAll writes the headers of a request limits of several units
-// admitted: each unit's set (headers.WithUnitHeaders) and the draft
-// RateLimit describe every decision, best, the most restrictive of all,
-// first. best and the others are copies, so that only such a request
-// moves decisions to the heap.
-func writeAll(hw *headers.Writer, h http.Header, best limiter.Decision, l *verdict.Life, applied []*limiter.Policy) {
-	var (
-		all [maxLimiters]limiter.Decision // copies: the life stays on its door's stack
-		ds  [maxLimiters + 1]*limiter.Decision
-	)
-	ds[0] = &best
-	for i := range l.Charged.N {
-		all[i] = l.Charged.D[i]
-		ds[i+1] = &all[i]
-	}
-	hw.WriteAll(h, ds[:l.Charged.N+1], applied...)
+	return r, rec, m
 }
 
 // serve calls the handler, and settles the request's life once it has
 // returned, by any path: a return, a panic, a client that left (the
 // handler returns when it notices), a streamed response once it ends.
-// A request with metered limits to settle (WithReported, WithBytes) gets
-// the meter its handler reports to (Report) in its context, and a
-// ResponseWriter that counts the bytes it sends.
-func (h *handler) serve(w http.ResponseWriter, r *http.Request, rec *statusRecorder, m *verdict.Tally, l *verdict.Life) {
+// A request with metered limits to settle (WithReported, WithBytes) has
+// its meter (m): the tally its handler reports to (Report), in its
+// context, and a ResponseWriter that counts the bytes it sends and
+// writes the headers at its first byte.
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, rec *statusRecorder, m *meter, l *verdict.Life) {
 	c := h.cfg
 	counted := l.Decided && c.countIf != nil
-	if m == nil && l.Charged.N > 0 && c.limits.Settles {
-		// The state was made by a middleware around this one.
-		var mr *meteredRequest
-		mr, r = newMeteredRequest(r, c.limits.Reported)
-		m = &mr.tally
-		if rec == nil && c.limits.Bytes {
-			rec = &mr.rec
-		}
-	}
+
 	if m != nil {
-		m.Arm(l)
+		m.tally.Arm(l)
 	}
-	if counted || m != nil && c.limits.Bytes {
+	if counted || m != nil {
 		if outer, ok := w.(*statusRecorder); ok {
 			// One recorder per request suffices: an inner middleware
-			// that counts by status reads the one an outer middleware
-			// installed.
+			// that counts by status, or meters, uses the one an outer
+			// middleware installed.
 			rec = outer
 		} else {
+			if rec == nil && m != nil {
+				rec = &m.rec
+			}
 			if rec == nil {
 				rec = new(statusRecorder)
 			}
 			rec.ResponseWriter, rec.noBody = w, r.Method == http.MethodHead
 			w = rec
+		}
+		if m != nil {
+			// The innermost metered middleware writes the headers at the
+			// first byte, from the state every middleware joined.
+			rec.first, rec.t, rec.described = c, &m.tally, false
 		}
 	}
 	returned := false
@@ -451,24 +523,22 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rec *statusRecor
 }
 
 // settle ends the request's life: a charge whose response does not count
-// (WithCountIf) is returned; every metered limit is settled at what the
-// handler reported (at its reservation if it reported nothing) or at the
-// bytes the response sent; every slot held is given back. A handler that
-// panicked (returned false), or hijacked the connection, stays charged
-// by status: its answer is unknown; it is settled and its slots go back
-// all the same.
-func (h *handler) settle(rec *statusRecorder, m *verdict.Tally, l *verdict.Life, counted, returned bool) {
+// (WithCountIf) is returned; the headers of a metered request that wrote
+// nothing are written (at the costs reported, before the server sends
+// them); every metered limit is settled at what the handler reported (at
+// its reservation if it reported nothing) or at the bytes the response
+// sent; every slot held is given back. A handler that panicked (returned
+// false), or hijacked the connection, stays charged by status: its
+// answer is unknown; it is settled and its slots go back all the same.
+func (h *handler) settle(rec *statusRecorder, m *meter, l *verdict.Life, counted, returned bool) {
 	if counted && returned {
 		if status, known := rec.final(); known && !h.cfg.countIf(status) {
 			l.Refund()
 		}
 	}
 	if m != nil {
-		var sent int64
-		if rec != nil {
-			sent = rec.bytes
-		}
-		l.Settle(m, sent)
+		rec.firstByte()
+		l.Settle(&m.tally, rec.bytes)
 	}
 	l.Release()
 }

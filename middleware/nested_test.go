@@ -46,8 +46,9 @@ func stack(t *testing.T, clk limiter.Clock, opts ...middleware.Option) map[strin
 }
 
 // TestStackedHeaders: nested middlewares report together. The outer
-// limit of 3 is the tighter until it refuses; RateLimit-Policy lists both
-// policies on every decided answer.
+// limit of 3 is the tighter until it refuses; RateLimit-Policy names
+// both policies on every decided answer, and RateLimit lists the windows
+// of both, in the same order (issue 36: it listed the tighter alone).
 func TestStackedHeaders(t *testing.T) {
 	for name, h := range stack(t, newFakeClock(t0.Add(30*time.Second))) {
 		t.Run(name, func(t *testing.T) {
@@ -57,9 +58,9 @@ func TestStackedHeaders(t *testing.T) {
 				limit, remain, retry string
 				rateLimit, policy    string
 			}{
-				{"1_outer_tighter", 200, "3", "2", "", `"outer";r=2;t=30`, `"outer";q=3;w=60, "inner";q=10;w=60`},
-				{"2", 200, "3", "1", "", `"outer";r=1;t=30`, `"outer";q=3;w=60, "inner";q=10;w=60`},
-				{"3", 200, "3", "0", "", `"outer";r=0;t=30`, `"outer";q=3;w=60, "inner";q=10;w=60`},
+				{"1_outer_tighter", 200, "3", "2", "", `"outer";r=2;t=30, "inner";r=9;t=30`, `"outer";q=3;w=60, "inner";q=10;w=60`},
+				{"2", 200, "3", "1", "", `"outer";r=1;t=30, "inner";r=8;t=30`, `"outer";q=3;w=60, "inner";q=10;w=60`},
+				{"3", 200, "3", "0", "", `"outer";r=0;t=30, "inner";r=7;t=30`, `"outer";q=3;w=60, "inner";q=10;w=60`},
 				// The outer refuses before the inner is reached: only its
 				// policy applied.
 				{"4_outer_refuses", 429, "3", "0", "30", `"outer";r=0;t=30`, `"outer";q=3;w=60`},
@@ -102,8 +103,8 @@ func TestStackedInnerRefusal(t *testing.T) {
 		name, remain, retry, rateLimit string
 		status                         int
 	}{
-		{"first_inner_tighter", "0", "", `"per-user";r=0;t=30`, 200},
-		{"second_inner_refuses", "0", "30", `"per-user";r=0;t=30`, 429},
+		{"first_inner_tighter", "0", "", `"per-address";r=99;t=30, "per-user";r=0;t=30`, 200},
+		{"second_inner_refuses", "0", "30", `"per-address";r=98;t=30, "per-user";r=0;t=30`, 429},
 	}
 	for _, s := range steps {
 		req := httptest.NewRequest(http.MethodGet, "/login", nil)
@@ -139,7 +140,7 @@ func TestWithLimiterListsEveryPolicy(t *testing.T) {
 	w := call(h, "192.0.2.1:1", "X-User", "ann")
 	wantHeaders(t, w, map[string]string{
 		"RateLimit-Policy":  `"per-ip";q=5;w=60, "per-user-1m";q=2;w=60, "per-user-1s";q=1;w=1`,
-		"RateLimit":         `"per-user-1m";r=1;t=30, "per-user-1s";r=0;t=1`,
+		"RateLimit":         `"per-ip";r=4;t=30, "per-user-1m";r=1;t=30, "per-user-1s";r=0;t=1`,
 		"X-RateLimit-Limit": "1",
 	})
 }

@@ -29,7 +29,7 @@ type config struct {
 	resolve    func(*http.Request) Limiter
 	exempt     func(*http.Request) bool
 	denied     func(http.ResponseWriter, *http.Request, *limiter.Decision)
-	deny       func(http.ResponseWriter, *http.Request, *limiter.Decision, ...*limiter.Policy) // denied, or the default, after the headers
+	deny       func(http.ResponseWriter, *http.Request, *limiter.Decision, ...*limiter.Decision) // denied, or the default, after the headers
 	countIf    func(status int) bool
 	onError    func(http.ResponseWriter, *http.Request, error)
 	onKeyError func(http.ResponseWriter, *http.Request, error)
@@ -39,6 +39,7 @@ type config struct {
 	headers    *headers.Writer
 	given      given // the options given, for New to check
 	capsOnly   bool  // InFlight: no rate
+	held       int   // the one Reported rule whose decision the tally holds, -1 for none (see build)
 }
 
 // given records which options were given, so that New can tell a nil

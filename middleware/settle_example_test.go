@@ -55,7 +55,9 @@ func ExampleWithReported() {
 	r.Header.Set("X-API-Key", "k-1")
 	w := httptest.NewRecorder()
 	mw(model).ServeHTTP(w, r)
-	fmt.Println("sent at admission, tokens left:", w.Header().Get("X-RateLimit-Remaining-Tokens"))
+	// The headers go out at the answer's first byte: this handler, which
+	// wrote nothing, reported first, so they say what it cost.
+	fmt.Println("sent, tokens left:", w.Header().Get("X-RateLimit-Remaining-Tokens"))
 	key, err := apiKey(r) // the key the limits count under
 	if err != nil {
 		log.Fatal(err)
@@ -66,6 +68,6 @@ func ExampleWithReported() {
 	}
 	fmt.Println("settled, tokens used:", u.Windows[0].Used)
 	// Output:
-	// sent at admission, tokens left: 36000
+	// sent, tokens left: 38750
 	// settled, tokens used: 1250
 }

@@ -264,8 +264,10 @@ func TestUnitHeadersAgreeWithCounts(t *testing.T) {
 	h := newMiddleware(t, requests, middleware.WithReported(tokens, nil, nil), middleware.WithHeaders(hw))(reporting)
 	getFrom(h, "/chat?tokens=1500")
 	w := getFrom(h, "/chat?tokens=200")
-	// Sent at admission: the second request is charged 1 and reserved 1.
-	reqLeft, tokLeft := 60-2, 40_000-1500-1
+	// Written at the first byte: the second request is charged 1, and
+	// its handler reported its 200 tokens before it wrote (issue 36: the
+	// headers said the reservation).
+	reqLeft, tokLeft := 60-2, 40_000-1500-200
 	wantHeaders(t, w, map[string]string{
 		"X-RateLimit-Limit-Requests":     "60",
 		"X-RateLimit-Remaining-Requests": strconv.Itoa(reqLeft),

@@ -39,8 +39,9 @@ type state struct {
 // largest object the allocator keeps without a header; above that an
 // object with pointers takes 8 bytes more, and a counted one (544) takes
 // a class of 576, a capped one (632) of 640, a capped and counted one
-// (664) of 704, a metered one (624) of 640, a metered and capped one
-// (744) of 768 (TestStateSizeClasses).
+// (664) of 704, a metered one (752: its tally holds a Reported rule's
+// decision) of 768, a metered and capped one (872) of 896
+// (TestStateSizeClasses).
 type reqState struct {
 	state
 	req http.Request
@@ -76,8 +77,7 @@ type cappedCountedState struct {
 // too.
 type meteredState struct {
 	reqState
-	tally verdict.Tally
-	rec   statusRecorder
+	meter
 }
 
 type meteredCappedState struct {
@@ -110,20 +110,20 @@ func stateFrom(ctx context.Context) *state {
 // and room for the caps' slots when capped. A metered one (a middleware
 // of limits to settle) has a tally too, counting units, which is the
 // context of the request the handler gets, and a recorder.
-func newState(r *http.Request, d *limiter.Decision, counted, capped, metered bool, units []string) (*state, *http.Request, *statusRecorder, *heldCaps, *verdict.Tally) {
+func newState(r *http.Request, d *limiter.Decision, counted, capped, metered bool, units *verdict.Units) (*state, *http.Request, *statusRecorder, *heldCaps, *meter) {
 	var (
-		rs    *reqState
-		rec   *statusRecorder
-		held  *heldCaps
-		tally *verdict.Tally
+		rs   *reqState
+		rec  *statusRecorder
+		held *heldCaps
+		m    *meter
 	)
 	switch {
 	case metered && capped:
 		ms := new(meteredCappedState)
-		rs, rec, held, tally = &ms.reqState, &ms.rec, &ms.held, &ms.tally
+		rs, rec, held, m = &ms.reqState, &ms.rec, &ms.held, &ms.meter
 	case metered:
 		ms := new(meteredState)
-		rs, rec, tally = &ms.reqState, &ms.rec, &ms.tally
+		rs, rec, m = &ms.reqState, &ms.rec, &ms.meter
 	case capped && counted:
 		cs := new(cappedCountedState)
 		rs, rec, held = &cs.reqState, &cs.rec, &cs.held
@@ -139,32 +139,16 @@ func newState(r *http.Request, d *limiter.Decision, counted, capped, metered boo
 	s := &rs.state
 	s.Context = r.Context()
 	s.v.Set(d)
-	if tally != nil {
-		tally.Init(s, units)
-		rs.req = *r.WithContext(tally)
-		return s, &rs.req, rec, held, tally
+	if m != nil {
+		m.tally.Init(s, units)
+		rs.req = *r.WithContext(&m.tally)
+		return s, &rs.req, rec, held, m
 	}
 	// WithContext is inlined, and its copy, only read here, stays on
 	// the stack: the one the handler gets lives in rs.
 	rs.req = *r.WithContext(s)
 	return s, &rs.req, rec, held, nil
 }
-
-// merge makes d the decision the headers describe if it is more
-// restrictive than the one they describe now.
-func (s *state) merge(d *limiter.Decision) { s.v.Merge(d) }
-
-// apply records that the policies applied, keeping each once.
-func (s *state) apply(ps []*limiter.Policy) { s.v.Apply(ps) }
-
-// applied returns every policy that applied, for the headers; nil when
-// one alone did, which is then the policy of the best decision.
-func (s *state) applied() []*limiter.Policy { return s.v.Applied() }
-
-// described returns the decision as the headers describe it: a refusal
-// that shadow mode let through is an admission with nothing remaining and
-// no Retry-After.
-func (s *state) described() limiter.Decision { return s.v.Described() }
 
 // DecisionFrom returns the decision that the rate-limit headers of ctx's
 // request describe, for the handler: a JSON body showing the quota, a log
@@ -175,7 +159,9 @@ func (s *state) described() limiter.Decision { return s.v.Described() }
 //
 // The decision was made before the handler ran: Remaining counts this
 // request as charged, even where WithCountIf refunds it once the handler
-// has answered. In shadow mode a refusal that was let through reads as
+// has answered; a limit of WithReported alone beside the others reads at
+// what the handler has reported so far (its reservation until then), as
+// the headers written at the first byte do. In shadow mode a refusal that was let through reads as
 // the headers say, an admission with nothing remaining. A custom Limiter's
 // decision without a Policy carries the limiter's.
 //
@@ -186,15 +172,5 @@ func DecisionFrom(ctx context.Context) (limiter.Decision, bool) {
 	if s == nil {
 		return limiter.Decision{}, false
 	}
-	return s.described(), true
-}
-
-// with returns, in a new slice, the policies that applied to the request
-// when those of the middleware deciding now are added to the state's: the
-// list a refusal's headers name. A nil state has none of its own.
-func (s *state) with(ps []*limiter.Policy) []*limiter.Policy {
-	if s == nil {
-		return (*verdict.Joined)(nil).With(ps)
-	}
-	return s.v.With(ps)
+	return s.v.DescribedWith(ctx), true
 }

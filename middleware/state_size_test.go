@@ -23,8 +23,8 @@ func TestStateSizeClasses(t *testing.T) {
 		{"countedState", unsafe.Sizeof(countedState{}) + header, 576},
 		{"cappedState", unsafe.Sizeof(cappedState{}) + header, 640},
 		{"cappedCountedState", unsafe.Sizeof(cappedCountedState{}) + header, 704},
-		{"meteredState", unsafe.Sizeof(meteredState{}) + header, 640},
-		{"meteredCappedState", unsafe.Sizeof(meteredCappedState{}) + header, 768},
+		{"meteredState", unsafe.Sizeof(meteredState{}) + header, 768},
+		{"meteredCappedState", unsafe.Sizeof(meteredCappedState{}) + header, 896},
 	} {
 		if tt.size > tt.class {
 			t.Errorf("%s needs %d bytes, more than its size class of %d", tt.name, tt.size, tt.class)

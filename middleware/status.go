@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+
+	"github.com/fixedwindow/ratelimit/internal/verdict"
 )
 
 // A statusRecorder is the ResponseWriter WithCountIf and WithBytes hand
@@ -16,10 +18,29 @@ import (
 // on the writer it wraps.
 type statusRecorder struct {
 	http.ResponseWriter
-	status   int   // the final status, 0 until one is written
-	hijacked bool  // the handler took the connection: the status is unknown
-	noBody   bool  // the response has no content to count: the answer to a HEAD
-	bytes    int64 // the bytes of content written (WithBytes): what the wrapped writer took
+	status    int32 // the final status, 0 until one is written
+	hijacked  bool  // the handler took the connection: the status is unknown
+	noBody    bool  // the response has no content to count: the answer to a HEAD
+	described bool  // the headers were written at the first byte
+	bytes     int64 // the bytes of content written (WithBytes): what the wrapped writer took
+	// first is the middleware whose headers a request with metered
+	// limits has written at the response's first byte (firstByte), from
+	// the request's state as t, its tally, finds it; nil otherwise.
+	first *config
+	t     *verdict.Tally
+}
+
+// firstByte writes the rate-limit headers of a metered request, once,
+// before the response's first byte goes out (or before the server sends
+// the response of a handler that wrote nothing): from the request's
+// state as it stands then, so that a handler that has reported its cost
+// gets headers at that cost.
+func (w *statusRecorder) firstByte() {
+	if w.first == nil || w.described {
+		return
+	}
+	w.described = true
+	w.first.answer(w.ResponseWriter.Header(), stateFrom(w.t), w.t)
 }
 
 var (
@@ -33,8 +54,11 @@ var (
 // (103 Early Hints) come before the final one and do not count; 101
 // Switching Protocols is final.
 func (w *statusRecorder) WriteHeader(code int) {
+	if code >= 200 || code == http.StatusSwitchingProtocols {
+		w.firstByte() // not on 103 Early Hints: the final answer's headers
+	}
 	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
-		w.status = code
+		w.status = int32(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -42,6 +66,7 @@ func (w *statusRecorder) WriteHeader(code int) {
 // Write notes 200 for a body written without WriteHeader, as net/http
 // sends it.
 func (w *statusRecorder) Write(b []byte) (int, error) {
+	w.firstByte()
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -54,6 +79,7 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 
 // ReadFrom keeps the wrapped writer's io.ReaderFrom (sendfile) in reach.
 func (w *statusRecorder) ReadFrom(r io.Reader) (int64, error) {
+	w.firstByte()
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -71,6 +97,7 @@ func (w *statusRecorder) Flush() { _ = w.FlushError() }
 // FlushError is Flush with the wrapped writer's error, as
 // http.ResponseController calls it.
 func (w *statusRecorder) FlushError() error {
+	w.firstByte()
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -81,6 +108,7 @@ func (w *statusRecorder) FlushError() error {
 // whatever the handler writes on it, unknown here: the request stays
 // charged.
 func (w *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.firstByte()
 	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err == nil {
 		w.hijacked = true
@@ -110,5 +138,5 @@ func (w *statusRecorder) final() (int, bool) {
 	if w.status == 0 {
 		return http.StatusOK, true
 	}
-	return w.status, true
+	return int(w.status), true
 }

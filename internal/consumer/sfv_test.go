@@ -68,7 +68,7 @@ func newLimiter(t *testing.T, p *limiter.Policy, at time.Time) *limiter.Limiter 
 // zone and a minute list both windows, which a parser of RFC 9651 reads
 // with their remaining and reset (RateLimit) and quota and window
 // (RateLimit-Policy); a policy counting another unit says so (qu), and
-// WriteAll lists a second decision's windows after the first's.
+// Write lists a second decision's windows after the first's.
 func TestDraftFieldsParse(t *testing.T) {
 	paris := storetest.Zone(t, "Europe/Paris")
 	at := time.Date(2026, 12, 3, 10, 0, 15, 0, time.UTC)
@@ -90,7 +90,7 @@ func TestDraftFieldsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := http.Header{}
-	w.WriteAll(h, []*limiter.Decision{&dp, &dt}, plan.Policy(), tokens.Policy())
+	w.Write(h, &dp, &dp, &dt)
 
 	monthEnd := time.Date(2027, 1, 1, 0, 0, 0, 0, paris)
 	rl := parseList(t, "RateLimit", h.Get("RateLimit"))

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -28,11 +29,11 @@ func TestJoined(t *testing.T) {
 		if *j.Best() != allowA {
 			t.Fatalf("after Set: %+v, want %+v", *j.Best(), allowA)
 		}
-		j.Merge(&allowB)
+		j.Merge(&allowB, false)
 		if *j.Best() != allowB {
 			t.Fatalf("after a merge with less remaining: %+v, want %+v", *j.Best(), allowB)
 		}
-		j.Merge(&allowA)
+		j.Merge(&allowA, false)
 		if *j.Best() != allowB {
 			t.Fatalf("a less restrictive merge replaced the best: %+v", *j.Best())
 		}
@@ -40,7 +41,7 @@ func TestJoined(t *testing.T) {
 	t.Run("shadow_refusal_described_as_admission", func(t *testing.T) {
 		var j Joined
 		j.Set(&allowA)
-		j.Merge(&denyB)
+		j.Merge(&denyB, false)
 		d := j.Described()
 		if !d.Allowed || d.RetryAfter != 0 || d.Remaining != 0 || d.Policy != b {
 			t.Fatalf("Described = %+v, want an admission of b with nothing remaining", d)
@@ -52,12 +53,12 @@ func TestJoined(t *testing.T) {
 	t.Run("policies_once_in_order", func(t *testing.T) {
 		var j Joined
 		j.Set(&allowA)
-		j.Apply([]*limiter.Policy{a})
-		j.Apply([]*limiter.Policy{a})
+		j.Apply([]*limiter.Policy{a}, false)
+		j.Apply([]*limiter.Policy{a}, false)
 		if j.Applied() != nil {
 			t.Fatalf("one policy twice: Applied = %v, want nil", j.Applied())
 		}
-		j.Apply([]*limiter.Policy{b, a})
+		j.Apply([]*limiter.Policy{b, a}, false)
 		if got := j.Applied(); !slices.Equal(got, []*limiter.Policy{a, b}) {
 			t.Fatalf("Applied = %v, want [a b]", got)
 		}
@@ -72,33 +73,33 @@ func TestJoined(t *testing.T) {
 	}{
 		{"second_limiter_decides", func(j *Joined) {
 			j.Set(&allowB) // b has less remaining: the best of a middleware's two
-			j.Apply([]*limiter.Policy{a, b})
+			j.Apply([]*limiter.Policy{a, b}, false)
 		}, []*limiter.Policy{a, b}},
 		{"inner_merges_a_more_restrictive_decision", func(j *Joined) {
 			j.Set(&allowA)
-			j.Apply([]*limiter.Policy{a})
-			j.Merge(&allowB)
-			j.Apply([]*limiter.Policy{b})
+			j.Apply([]*limiter.Policy{a}, false)
+			j.Merge(&allowB, false)
+			j.Apply([]*limiter.Policy{b}, false)
 		}, []*limiter.Policy{a, b}},
 		{"inner_merges_a_less_restrictive_decision", func(j *Joined) {
 			j.Set(&allowB)
-			j.Apply([]*limiter.Policy{b})
-			j.Merge(&allowA)
-			j.Apply([]*limiter.Policy{a})
+			j.Apply([]*limiter.Policy{b}, false)
+			j.Merge(&allowA, false)
+			j.Apply([]*limiter.Policy{a}, false)
 		}, []*limiter.Policy{b, a}},
 		{"inner_of_the_same_policy", func(j *Joined) {
 			j.Set(&allowA)
-			j.Apply([]*limiter.Policy{a})
+			j.Apply([]*limiter.Policy{a}, false)
 			tighter := allowA
 			tighter.Remaining = 1
-			j.Merge(&tighter)
-			j.Apply([]*limiter.Policy{a})
+			j.Merge(&tighter, false)
+			j.Apply([]*limiter.Policy{a}, false)
 		}, nil},
 		{"shadow_refusal_of_another_policy", func(j *Joined) {
 			j.Set(&allowA)
-			j.Apply([]*limiter.Policy{a})
-			j.Merge(&denyB)
-			j.Apply([]*limiter.Policy{b})
+			j.Apply([]*limiter.Policy{a}, false)
+			j.Merge(&denyB, false)
+			j.Apply([]*limiter.Policy{b}, false)
 		}, []*limiter.Policy{a, b}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,12 +123,88 @@ func TestJoined(t *testing.T) {
 		}
 		var j Joined
 		j.Set(&allowA)
-		j.Apply([]*limiter.Policy{a})
+		j.Apply([]*limiter.Policy{a}, false)
 		if got := j.With([]*limiter.Policy{a, b}); !slices.Equal(got, []*limiter.Policy{a, b}) {
 			t.Fatalf("With = %v, want [a b]", got)
 		}
 		if j.Applied() != nil {
 			t.Fatal("With changed the Joined")
+		}
+	})
+}
+
+// TestJoinedKeepsEveryDecision: a door that describes every decision
+// keeps each policy's, in the order the policies applied, including the
+// one a Merge replaced as best and those of a door around that kept
+// none; Describe finds the most restrictive among them, each Reported
+// one read at the cost its handler has reported so far.
+func TestJoinedKeepsEveryDecision(t *testing.T) {
+	t0 := time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)
+	a := limiter.MustPolicy("a", limiter.PerMinute(10))
+	tok := limiter.MustPolicy("tok", limiter.PerMinute(1000)).MustUnit("acme-tokens")
+	var none [limiter.MaxWindows]limiter.State
+	_, da := limiter.Decide(a, none, t0, 1)     // 9 of 10 left
+	_, dt := limiter.Decide(tok, none, t0, 995) // 5 of 1000 left: the best
+	room := new([MaxPolicies]limiter.Decision)
+	names := func(ds []*limiter.Decision) (out []string) {
+		for _, d := range ds {
+			out = append(out, d.Policy.Name())
+		}
+		return out
+	}
+	t.Run("kept_in_order_best_among_them", func(t *testing.T) {
+		var j Joined
+		j.Set(&da)
+		j.Merge(&dt, true)
+		j.Apply([]*limiter.Policy{a, tok}, true)
+		j.Keep(Entry{D: da})
+		j.Keep(Entry{D: dt})
+		best, kept, n := j.Describe(room)
+		all := kept[:n]
+		if got := names(all); !slices.Equal(got, []string{"a", "tok"}) || best.Policy != tok || best.Remaining != 5 {
+			t.Fatalf("Describe: best %v with %d left, all %v; want tok with 5, [a tok]", best.Policy, best.Remaining, got)
+		}
+	})
+	t.Run("replaced_best_kept", func(t *testing.T) {
+		var j Joined
+		j.Set(&da)
+		j.Apply([]*limiter.Policy{a}, true) // one policy alone: nothing kept
+		j.Merge(&dt, true)                  // a more restrictive one: a's decision kept
+		j.Apply([]*limiter.Policy{tok}, true)
+		j.Keep(Entry{D: dt})
+		if _, kept, n := j.Describe(room); !slices.Equal(names(kept[:n]), []string{"a", "tok"}) {
+			t.Fatalf("all %v, want [a tok]", names(kept[:n]))
+		}
+	})
+	t.Run("reported_read_at_its_cost", func(t *testing.T) {
+		var j Joined
+		j.Set(&dt)
+		j.Merge(&da, true)
+		j.Apply([]*limiter.Policy{a, tok}, true)
+		var tally Tally
+		tally.Init(context.Background(), &Units{List: []string{"acme-tokens"}})
+		tally.flags.Or(1) // armed: a charge to settle in the unit
+		j.Keep(Entry{D: da})
+		j.Keep(Entry{D: dt, Reserved: 995, Unit: "acme-tokens", Tally: &tally})
+		if best, _, _ := j.Describe(room); best.Policy != tok || best.Remaining != 5 {
+			t.Fatalf("nothing reported: best %v with %d left, want tok at its reservation, 5", best.Policy, best.Remaining)
+		}
+		if !Report(&tally, "acme-tokens", 95) {
+			t.Fatal("the report was refused")
+		}
+		best, kept, n := j.Describe(room)
+		all := kept[:n]
+		if best.Policy != a || best.Remaining != 9 || all[1].Remaining != 905 {
+			t.Fatalf("95 reported of 995 reserved: best %v with %d left, tokens %d left; want a with 9, tokens 905", best.Policy, best.Remaining, all[1].Remaining)
+		}
+	})
+	t.Run("not_keeping_describes_the_best", func(t *testing.T) {
+		var j Joined
+		j.Set(&da)
+		j.Merge(&dt, false)
+		j.Apply([]*limiter.Policy{a, tok}, false)
+		if best, _, n := j.Describe(room); n != 0 || best.Policy != tok {
+			t.Fatalf("Describe without keeping: best %v, %d kept; want tok, none", best.Policy, n)
 		}
 	})
 }

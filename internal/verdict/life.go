@@ -110,9 +110,14 @@ type Limits struct {
 	// none: the charges of the rates before it are returned.
 	Settles bool
 	// Reported are the units the door's handlers report costs in, each
-	// once; Bytes, whether a rule counts the bytes responses send.
-	Reported []string
+	// once, and whom to tell of a report in none; Bytes, whether a rule
+	// counts the bytes responses send.
+	Reported Units
 	Bytes    bool
+	// Every: the door's answer describes every rule's decision (its
+	// writer's draft fields or unit sets, or a metered rule), so each
+	// admission is kept (Charges) even with nothing to refund.
+	Every bool
 }
 
 // An Answer says how the door answers a request once its limits have
@@ -169,11 +174,16 @@ type Life struct {
 func (l *Life) RatesApplied() []*limiter.Policy { return l.Applied[:l.nRates] }
 
 // Charges are the admissions a request's rules charged, kept for
-// settling: the decision of each rule that charged.
+// settling (Limits.Refunds, Settles) and for the answer (Limits.Every):
+// the decision of each rule that charged.
 type Charges struct {
 	N    int
 	Rule [MaxRules]int
 	D    [MaxRules]limiter.Decision
+	// Owed: the charges are the door's to return or settle, until Refund
+	// or Settle has; the decisions are kept for the answer all the same,
+	// a returned one read as charged nothing (limiter.Settled).
+	Owed bool
 }
 
 // HeldCaps are the slots a request holds, in the order the caps were
@@ -206,6 +216,31 @@ type HeldCap struct {
 func (hc *HeldCap) Decision() limiter.Decision {
 	return limiter.Dated(limiter.Decision{Allowed: true, Limit: hc.Policy.MaxInFlight(), Remaining: hc.Remaining, Policy: hc.Policy}, time.Unix(0, hc.At))
 }
+
+// HeldOut returns the place among l's charges of rule's (a door's one
+// Reported rule, whose decision its tally holds: Tally.Hold), and sets
+// others to the most restrictive of the other charges; -1 when rule
+// made no charge, or made the only one (it is then merged as any other).
+func (l *Life) HeldOut(rule int, others *limiter.Decision) int {
+	c := &l.Charged
+	held, found := -1, false
+	for i := range c.N {
+		switch {
+		case c.Rule[i] == rule:
+			held = i
+		case !found || rank.More(&c.D[i], others):
+			*others, found = c.D[i], true
+		}
+	}
+	if !found {
+		return -1
+	}
+	return held
+}
+
+// RuleOf returns the rule that made the request's i'th charge
+// (Charged.D[i]).
+func (l *Life) RuleOf(i int) *Rule { return l.rule(l.Charged.Rule[i]) }
 
 // rule returns the request's i'th rule.
 func (l *Life) rule(i int) *Rule {
@@ -301,10 +336,11 @@ func (l *Life) admitRates(lim *Limits) bool {
 			l.Stopped = true
 			break
 		}
-		if lim.Refunds || lim.Settles {
+		if lim.Refunds || lim.Settles || lim.Every {
 			c := &l.Charged
 			c.Rule[c.N], c.D[c.N] = i, d
 			c.N++
+			c.Owed = c.Owed || lim.Refunds || lim.Settles
 		}
 	}
 	l.nRates = l.NApplied
@@ -379,30 +415,37 @@ func (hc *HeldCaps) add(f *limiter.InFlight, key string, release func(), d *limi
 var ErrCannotRefund = errors.New("ratelimit: the resolved limiter is no Refunder; the charge stays")
 
 // Refund returns every charge the request's rules made, and tells the
-// observer of each; the charges are then forgotten, so that nothing is
-// returned twice. The door has answered, or a cap refused: the caller
-// may be gone, and the charge is returned all the same.
+// observer of each; the charges are then no longer owed, so that nothing
+// is returned twice, and each one returned reads as charged nothing, for
+// the answer. The door has answered, or a cap refused: the caller may be
+// gone, and the charge is returned all the same.
 func (l *Life) Refund() {
-	ctx := context.WithoutCancel(l.Ctx)
 	c := &l.Charged
+	if !c.Owed {
+		return
+	}
+	ctx := context.WithoutCancel(l.Ctx)
 	for i := range c.N {
 		r := l.rule(c.Rule[i])
-		key := l.Keys[c.Rule[i]]
+		key, cost := l.Keys[c.Rule[i]], l.Costs[c.Rule[i]]
 		var err error
 		if ref, ok := r.Lim.(Refunder); ok {
-			err = ref.Refund(ctx, key, l.Costs[c.Rule[i]], c.D[i])
+			err = ref.Refund(ctx, key, cost, c.D[i])
 		} else {
 			err = ErrCannotRefund
 		}
-		l.observe(Event{Key: key, Policy: r.Lim.Policy(), Outcome: Refunded, Decision: c.D[i], Err: err, Cost: l.Costs[c.Rule[i]]})
+		l.observe(Event{Key: key, Policy: r.Lim.Policy(), Outcome: Refunded, Decision: c.D[i], Err: err, Cost: cost})
+		if err == nil {
+			c.D[i] = limiter.Settled(c.D[i], cost, 0)
+		}
 	}
-	c.N = 0
+	c.Owed = false
 }
 
 // Settle settles every metered rule's charge at its actual cost, once,
 // and tells the observer of each (Settled, with the settle's error if it
 // failed: a store across a network may have applied it all the same);
-// the charges are then forgotten, and t takes no more reports. A
+// the charges are then no longer owed, and t takes no more reports. A
 // Reported rule's actual cost is what the handler reported to t, or its
 // reservation if it reported nothing; a Bytes rule's is sent, the bytes
 // the door counted; a request a door inside answered itself (Unserved)
@@ -414,6 +457,9 @@ func (l *Life) Settle(t *Tally, sent int64) {
 	tot := t.close()
 	served := t.flags.Load()&unservedFlag == 0
 	c := &l.Charged
+	if !c.Owed {
+		return
+	}
 	for i := range c.N {
 		r := l.rule(c.Rule[i])
 		if r.Meter == Fixed {
@@ -433,7 +479,7 @@ func (l *Life) Settle(t *Tally, sent int64) {
 			l.observe(Event{Key: key, Policy: r.Lim.Policy(), Outcome: Settled, Decision: c.D[i], Err: err, Cost: cost})
 		}
 	}
-	c.N = 0
+	c.Owed = false
 }
 
 // Release gives back every slot the request holds, once, last taken

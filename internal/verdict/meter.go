@@ -57,8 +57,8 @@ func (lim *Limits) Meter(r *Rule, m Meter) error {
 	lim.Settles = true
 	if m == Bytes {
 		lim.Bytes = true
-	} else if !slices.Contains(lim.Reported, r.Unit) {
-		lim.Reported = append(lim.Reported, r.Unit)
+	} else if !slices.Contains(lim.Reported.List, r.Unit) {
+		lim.Reported.List = append(lim.Reported.List, r.Unit)
 	}
 	return nil
 }
@@ -84,4 +84,27 @@ func (l *Life) Price(cost int64, reserve func(i int) (int64, bool)) {
 			l.Costs[i] = 1
 		}
 	}
+}
+
+// Describing sets lim.Every for a door whose writer describes every
+// decision (every: the draft fields, a set per unit), or that has
+// several Reported rules, whose answer is written when the handler
+// first sends, from the decisions as they stand then; and returns the
+// door's one Reported rule otherwise, whose decision a metered
+// request's tally holds instead (Tally.Hold): no list of decisions for
+// the common door, X-RateLimit-* alone and one unit reported. -1 for
+// none.
+func (lim *Limits) Describing(rules []Rule, every bool) int {
+	reported, held := 0, -1
+	for i := range rules {
+		if rules[i].Meter == Reported {
+			reported++
+			held = i
+		}
+	}
+	lim.Every = every || reported > 1
+	if lim.Every {
+		return -1
+	}
+	return held
 }

@@ -2,9 +2,11 @@ package verdict
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/rank"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -17,16 +19,27 @@ import (
 // handler runs; the door reads them once it has returned.
 type Tally struct {
 	context.Context
-	units []string // the units the door's metered rules count in, each once
+	// units are the door's (Limits.Reported), by pointer, a word where
+	// they take four, so that the HTTP door's metered state fits its
+	// size class.
+	units *Units
 	// costs are the reported costs, per unit, plus one: 0 for a unit
 	// nothing was reported in; closedBit set once the door has settled.
 	// The bit lives in the word the reports add to, so that a report
 	// and the settle that closes the tally are ordered by one
 	// compare-and-swap: a report is counted if and only if it was taken.
 	costs [MaxRules]atomic.Int64
+	// held is the decision of the door's one Reported rule, charged at
+	// reserved, when the door keeps no list of decisions (Limits.Every
+	// false: X-RateLimit-* alone): the answer reads it at the cost
+	// reported so far (DescribedWith), and it is not merged into the
+	// request's Joined. The zero Decision (no Policy) when none is held.
+	held     limiter.Decision
+	reserved int64
 	// flags: bit i, units[i] has a charge to settle (Arm); unserved, a
 	// door inside answered the request itself (Unserved).
 	flags atomic.Uint32
+	unit  int8 // held's unit, its place in units.List
 }
 
 const (
@@ -40,12 +53,15 @@ const (
 // limit failed open has none, and Report does not count in it.
 func (t *Tally) Arm(l *Life) {
 	var live uint32
+	if !l.Charged.Owed {
+		return
+	}
 	for i := range l.Charged.N {
 		r := l.rule(l.Charged.Rule[i])
 		if r.Meter != Reported {
 			continue
 		}
-		for j, u := range t.units {
+		for j, u := range t.units.List {
 			if u == r.Unit {
 				live |= 1 << j
 			}
@@ -83,8 +99,9 @@ func (t *Tally) Detached() context.Context { return (*detached)(t) }
 type tallyKey struct{}
 
 // Init makes t the tally of a request whose context was parent, for a
-// door whose metered rules count in units (at most MaxRules).
-func (t *Tally) Init(parent context.Context, units []string) {
+// door whose metered rules count in units (at most MaxRules), which it
+// keeps and must not change.
+func (t *Tally) Init(parent context.Context, units *Units) {
 	t.Context, t.units = parent, units
 }
 
@@ -105,7 +122,7 @@ type totals [MaxRules]int64
 // either landed before (and is in the totals) or finds it closed (and
 // is refused). Closing twice returns the same totals.
 func (t *Tally) close() (tot totals) {
-	for i := range t.units {
+	for i := range t.units.List {
 		for {
 			old := t.costs[i].Load()
 			if t.costs[i].CompareAndSwap(old, old|closedBit) {
@@ -117,9 +134,53 @@ func (t *Tally) close() (tot totals) {
 	return tot
 }
 
+// Hold makes d, the decision of the door's one Reported rule, charged at
+// reserved, in the unit at place unit of the door's Units.List, the
+// tally's held decision (see DescribedWith).
+func (t *Tally) Hold(d *limiter.Decision, reserved int64, unit int) {
+	t.held, t.reserved, t.unit = *d, reserved, int8(unit)
+}
+
+// DescribedWith returns the decision the answer describes, as
+// Described does, with the held decision of every tally of ctx's chain
+// (the doors around whose one Reported rule is held) read at the cost
+// reported so far: a handler that reports before it writes is described
+// at that cost.
+func (j *Joined) DescribedWith(ctx context.Context) limiter.Decision {
+	best := j.best
+	for t, _ := ctx.Value(tallyKey{}).(*Tally); t != nil; t, _ = t.Context.Value(tallyKey{}).(*Tally) {
+		if t.held.Policy == nil {
+			continue
+		}
+		d := t.held
+		if v := t.costs[t.unit].Load() &^ closedBit; v > 0 {
+			d = limiter.Settled(d, t.reserved, v-1)
+		}
+		if rank.More(&d, &best) {
+			best = d
+		}
+	}
+	return described(best)
+}
+
+// reported returns what has been reported in unit so far, and whether
+// anything has: the tally need not be closed (the answer's first byte
+// reads it while the handler runs).
+func (t *Tally) reported(unit string) (int64, bool) {
+	for i, u := range t.units.List {
+		if u == unit {
+			if v := t.costs[i].Load() &^ closedBit; v > 0 {
+				return v - 1, true
+			}
+			break
+		}
+	}
+	return 0, false
+}
+
 // cost returns the cost reported in unit, or reserved if none was.
 func (t *Tally) cost(tot *totals, unit string, reserved int64) int64 {
-	for i, u := range t.units {
+	for i, u := range t.units.List {
 		if u == unit {
 			if v := tot[i]; v > 0 {
 				return v - 1
@@ -134,7 +195,7 @@ func (t *Tally) cost(tot *totals, unit string, reserved int64) int64 {
 // charge in it to settle, or has settled already) or the sum would pass
 // limiter.MaxLimit (then nothing is added).
 func (t *Tally) add(unit string, cost int64) bool {
-	for i, u := range t.units {
+	for i, u := range t.units.List {
 		if u != unit || t.flags.Load()&(1<<i) == 0 {
 			continue
 		}
@@ -158,20 +219,44 @@ func (t *Tally) add(unit string, cost int64) bool {
 	return false
 }
 
+// Units are the units a door's metered rules count in (WithReported),
+// each once, and whom to tell of a report in none of them.
+type Units struct {
+	List []string
+	// Misreported, when set, is told of a report (ctx is its context)
+	// in a unit no door around the handler counts: a misspelt unit, a
+	// limit the service forgot to add.
+	Misreported func(ctx context.Context, unit string, cost int64)
+}
+
+// counts reports whether t's door counts unit.
+func (t *Tally) counts(unit string) bool { return slices.Contains(t.units.List, unit) }
+
 // Report adds cost to what the request of ctx has cost in unit, for each
 // door around it with a charge to settle in that unit. It reports whether
 // one took it: false for a cost below zero or above limiter.MaxLimit
 // (or one that would take the request's total past it), for a context of
-// no door metering unit, and once the doors have settled.
+// no door metering unit, and once the doors have settled. A report in a
+// unit that no door around counts, under one that meters some, is a
+// misconfiguration: the innermost such door that has someone to tell
+// (Units.Misreported) is told.
 func Report(ctx context.Context, unit string, cost int64) bool {
 	if cost < 0 || cost > limiter.MaxLimit || ctx == nil {
 		return false
 	}
-	took := false
+	took, known := false, false
+	var tell *Tally
 	for t, _ := ctx.Value(tallyKey{}).(*Tally); t != nil; t, _ = t.Context.Value(tallyKey{}).(*Tally) {
 		if t.add(unit, cost) {
 			took = true
 		}
+		known = known || t.counts(unit)
+		if tell == nil && t.units.Misreported != nil {
+			tell = t
+		}
+	}
+	if !known && tell != nil {
+		tell.units.Misreported(ctx, unit, cost)
 	}
 	return took
 }

@@ -53,10 +53,10 @@ func TestReportCountedIfAndOnlyIfTaken(t *testing.T) {
 			Rules:   []Rule{{Lim: policied{p}, Meter: Reported, Settler: st, Unit: unit}},
 			Keys:    [MaxRules]string{"k"},
 			Costs:   [MaxRules]int64{1},
-			Charged: Charges{N: 1, Rule: [MaxRules]int{0}, D: [MaxRules]limiter.Decision{{Allowed: true, Policy: p}}},
+			Charged: Charges{N: 1, Rule: [MaxRules]int{0}, D: [MaxRules]limiter.Decision{{Allowed: true, Policy: p}}, Owed: true},
 		}
 		var tally Tally
-		tally.Init(context.Background(), []string{unit})
+		tally.Init(context.Background(), &Units{List: []string{unit}})
 		tally.Arm(&l)
 		reporters := 2 + rng.IntN(4)
 		// The settle comes once this many reports were taken: the

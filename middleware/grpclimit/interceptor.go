@@ -58,6 +58,7 @@ type Interceptor struct {
 	observe   middleware.Observer
 	md        *headers.Writer // the metadata writer: lower-case names
 	mdOnAllow bool            // md writes something on an admission
+	held      int             // the one Reported rule whose decision a metered call's tally holds; -1 for none
 
 	maxPushback time.Duration // the longest wait a refusal pushes back; longer ones ask for no retry
 }
@@ -176,6 +177,17 @@ func build(l middleware.Limiter, opts []Option) (*Interceptor, error) {
 	}
 	ic.md = w.Lower()
 	ic.mdOnAllow = writesOnAllow(ic.md)
+	ic.held = ic.limits.Describing(ic.shared, ic.md.WritesEveryDecision())
+	if ic.observe != nil && len(ic.limits.Reported.List) > 0 {
+		obs, units := ic.observe, ic.limits.Reported.List
+		ic.limits.Reported.Misreported = func(ctx context.Context, unit string, cost int64) {
+			method, _ := grpc.Method(ctx)
+			var req *http.Request
+			obs(middleware.Event{Request: stand(&req, ctx, method), Outcome: middleware.Misconfigured, Cost: cost,
+				Err: fmt.Errorf("%w: Report(ctx, %q, cost): no limit around the handler counts %q (this interceptor's count %q)",
+					middleware.ErrMisconfigured, unit, unit, units)})
+		}
+	}
 	return ic, nil
 }
 
@@ -210,12 +222,16 @@ func (ic *Interceptor) unary(ctx context.Context, req any, info *grpc.UnaryServe
 		return nil, err
 	}
 	hctx := ctx
-	st := ic.describe(ctx, nil, &l)
+	var t *verdict.Tally // the tally a metered call's handler reports to
+	if l.Charged.Owed && ic.limits.Settles {
+		t = new(verdict.Tally)
+	}
+	st := ic.describe(ctx, nil, &l, t)
 	if st != nil {
 		hctx = st
 	}
-	if l.Charged.N > 0 && ic.limits.Settles {
-		return ic.serveMetered(hctx, req, handler, st, &l)
+	if t != nil {
+		return ic.serveMetered(hctx, req, handler, st, &l, t)
 	}
 	if l.Held.Len() > 0 {
 		defer l.Release()
@@ -244,10 +260,12 @@ func (ic *Interceptor) stream(srv any, ss grpc.ServerStream, info *grpc.StreamSe
 		verdict.Unserved(ctx)
 		return err
 	}
-	st := ic.describe(ctx, ss, &l)
-	if l.Charged.N > 0 && ic.limits.Settles {
-		return ic.streamMetered(srv, ss, handler, st, &l)
+	if l.Charged.Owed && ic.limits.Settles {
+		ms := &meteredStream{ServerStream: ss, bytes: ic.limits.Bytes}
+		st := ic.describe(ctx, ss, &l, &ms.tally)
+		return ic.streamMetered(srv, ms, handler, st, &l)
 	}
+	st := ic.describe(ctx, ss, &l, nil)
 	if l.Held.Len() > 0 {
 		defer l.Release()
 	}
@@ -358,8 +376,7 @@ func (ic *Interceptor) answer(ctx context.Context, method string, ss grpc.Server
 	case verdict.Fail:
 		return ic.failed(ctx, method, l.Err, errUnavailable)
 	case verdict.Deny:
-		d := l.Best // a copy: only a refusal moves a Decision to the heap
-		return ic.deny(ctx, ss, stateFrom(ctx), &d, l.Applied[:l.NApplied])
+		return ic.deny(ctx, ss, stateFrom(ctx), l)
 	}
 	return nil
 }
@@ -377,22 +394,24 @@ func (ic *Interceptor) failed(ctx context.Context, method string, err, def error
 
 // describe returns the state whose metadata the handler's call carries:
 // made here by the outermost interceptor that decides, holding the most
-// restrictive decision, the policies that applied and the caps' slots;
+// restrictive decision, the policies that applied, each rule's decision
+// when the metadata describe every one (t, a metered call's tally, read
+// for its Reported rules when the metadata are set) and the caps' slots;
 // nil when there is nothing to send, or when an interceptor around this
 // one made the state, which this one's decisions and slots join.
-func (ic *Interceptor) describe(ctx context.Context, ss grpc.ServerStream, l *verdict.Life) *state {
+func (ic *Interceptor) describe(ctx context.Context, ss grpc.ServerStream, l *verdict.Life, t *verdict.Tally) *state {
 	if !l.Decided && l.Held.Len() == 0 {
 		return nil
 	}
 	if outer := stateFrom(ctx); outer != nil {
-		outer.join(l, ic.limits.Settles)
+		outer.join(l, ic, t)
 		return nil
 	}
 	if !ic.mdOnAllow {
 		return nil
 	}
 	st := newState(ctx, ic, ss)
-	st.join(l, ic.limits.Settles)
+	st.join(l, ic, t)
 	return st
 }
 

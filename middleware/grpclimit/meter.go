@@ -25,9 +25,8 @@ func (ic *Interceptor) meter(i int, m verdict.Meter) error {
 // a panic), at what it reported, or at the size of the response it
 // returned; the caps' slots are then given back. st is the call's state,
 // if this interceptor made it.
-func (ic *Interceptor) serveMetered(ctx context.Context, req any, handler grpc.UnaryHandler, st *state, l *verdict.Life) (resp any, err error) {
-	t := new(verdict.Tally)
-	t.Init(ctx, ic.limits.Reported)
+func (ic *Interceptor) serveMetered(ctx context.Context, req any, handler grpc.UnaryHandler, st *state, l *verdict.Life, t *verdict.Tally) (resp any, err error) {
+	t.Init(ctx, &ic.limits.Reported)
 	t.Arm(l)
 	var sent int64
 	defer func() {
@@ -45,15 +44,14 @@ func (ic *Interceptor) serveMetered(ctx context.Context, req any, handler grpc.U
 }
 
 // streamMetered serves a stream with limits to settle, as serveMetered
-// serves a unary call: the handler's stream carries the tally in its
+// serves a unary call: the handler's stream (ms) carries the tally in its
 // context and counts the messages it sends; the stream is settled once
 // the handler has returned: the stream has ended.
-func (ic *Interceptor) streamMetered(srv any, ss grpc.ServerStream, handler grpc.StreamHandler, st *state, l *verdict.Life) error {
-	ms := &meteredStream{ServerStream: ss, bytes: ic.limits.Bytes}
+func (ic *Interceptor) streamMetered(srv any, ms *meteredStream, handler grpc.StreamHandler, st *state, l *verdict.Life) error {
 	if st != nil {
 		ms.ServerStream = st.wrapped
 	}
-	ms.tally.Init(ms.ServerStream.Context(), ic.limits.Reported)
+	ms.tally.Init(ms.ServerStream.Context(), &ic.limits.Reported)
 	ms.tally.Arm(l)
 	defer func() {
 		l.Settle(&ms.tally, ms.sent)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -219,5 +220,44 @@ func TestPushbackBound(t *testing.T) {
 				t.Errorf("pushback %s, want %s", got, tt.pushback)
 			}
 		})
+	}
+}
+
+// TestCostExceedsLimitNeverRetried: a call whose cost no window can ever
+// admit is RESOURCE_EXHAUSTED with pushback -1, no RetryInfo and no
+// retry-after metadata, and a message that says the cost exceeds the
+// limit; a grpc-go client with a retry policy does not retry it (issue
+// 36).
+func TestCostExceedsLimitNeverRetried(t *testing.T) {
+	l, _ := newLimiter(t, limiter.MustPolicy("tokens", limiter.PerDayIn(50_000, time.UTC)), noon30)
+	var denied atomic.Int32
+	ic := newInterceptor(t, l,
+		grpclimit.WithCost(func(context.Context, string) int64 { return 60_000 }),
+		grpclimit.WithObserver(func(e middleware.Event) {
+			if e.Outcome == middleware.Denied {
+				denied.Add(1)
+				if !e.Decision.CostExceedsLimit || e.Decision.RetryAfter != 0 {
+					t.Errorf("observer: %+v, want CostExceedsLimit and no RetryAfter", e.Decision)
+				}
+			}
+		}))
+	conn := serveWith(t, []grpc.DialOption{grpc.WithDefaultServiceConfig(retryPolicy)}, interceptors(ic)...)
+	a := check(t, healthpb.NewHealthClient(conn))
+	if a.code != codes.ResourceExhausted || !strings.Contains(a.st.Message(), "request cost exceeds the rate limit of 50000 per day") {
+		t.Fatalf("got %v %q, want RESOURCE_EXHAUSTED saying the cost exceeds the limit", a.code, a.st.Message())
+	}
+	if got := a.trailer.Get(grpclimit.PushbackTrailer); len(got) != 1 || got[0] != "-1" {
+		t.Fatalf("pushback %q, want -1: never retry", got)
+	}
+	if got := a.trailer.Get("retry-after"); len(got) != 0 {
+		t.Fatalf("retry-after %q, want none", got)
+	}
+	for _, d := range a.st.Details() {
+		if _, ok := d.(*errdetails.RetryInfo); ok {
+			t.Fatalf("RetryInfo %v in the details, want none", d)
+		}
+	}
+	if denied.Load() != 1 {
+		t.Fatalf("the server saw %d calls, want 1: the client must not retry", denied.Load())
 	}
 }

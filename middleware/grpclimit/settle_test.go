@@ -40,7 +40,11 @@ func (m *modelServer) Check(ctx context.Context, _ *healthpb.HealthCheckRequest)
 		for _, c := range vs[0] {
 			n = n*10 + int64(c-'0')
 		}
-		middleware.Report(ctx, "acme-tokens", n)
+		unit := "acme-tokens"
+		if u := md.Get("x-unit"); len(u) == 1 {
+			unit = u[0]
+		}
+		middleware.Report(ctx, unit, n)
 	}
 	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
 }
@@ -152,9 +156,12 @@ func TestUnaryReportedSettles(t *testing.T) {
 	if ev := s.all(); len(ev) != 1 || ev[0].Cost != 500 || ev[0].Request.URL.Path != checkMethod {
 		t.Fatalf("settled events %+v, want one of cost 500 for %s", ev, checkMethod)
 	}
+	// The metadata go out when the handler sends: it reported 800 by
+	// then, 1,300 of 1,000 in all (issue 36: they said the reservation,
+	// 499 left).
 	a := check(t, client, "x-tokens", "800")
-	if a.code != codes.OK || one(t, a.header, "x-ratelimit-remaining-tokens") != "499" || one(t, a.header, "x-ratelimit-remaining-requests") != "58" {
-		t.Fatalf("second call: %v %v, want OK with 499 tokens and 58 requests left at admission", a.st, a.header)
+	if a.code != codes.OK || one(t, a.header, "x-ratelimit-remaining-tokens") != "0" || one(t, a.header, "x-ratelimit-remaining-requests") != "58" {
+		t.Fatalf("second call: %v %v, want OK with 0 tokens (800 reported) and 58 requests left", a.st, a.header)
 	}
 	if got := used(t, tokens, "127.0.0.1"); got != 1300 {
 		t.Fatalf("used %d, want 1300: in debt", got)
@@ -293,5 +300,41 @@ func TestInnerRefusalSettlesOuterAtNothing(t *testing.T) {
 	}
 	if got := used(t, tokens, "127.0.0.1"); got != 10 {
 		t.Fatalf("tokens used %d, want 10: the refused calls cost nothing", got)
+	}
+}
+
+// TestMisspeltUnitReachesTheObserver: a handler's report in a unit no
+// limit around it counts is told to the interceptor's observer as a
+// misconfiguration, naming the call's method; the call is served and
+// settled at its reservation.
+func TestMisspeltUnitReachesTheObserver(t *testing.T) {
+	requests, tokens, _, _ := meteredLimiters(t)
+	var (
+		mu     sync.Mutex
+		events []middleware.Event
+	)
+	ic := newInterceptor(t, requests, grpclimit.WithReported(tokens, nil, nil), grpclimit.WithObserver(func(e middleware.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}))
+	client := healthpb.NewHealthClient(serveHealth(t, &modelServer{}, nil, interceptors(ic)...))
+	if a := check(t, client, "x-tokens", "40", "x-unit", "acme-tokenz"); a.code != codes.OK {
+		t.Fatalf("call: %v, want OK: a misreport is no refusal", a.st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var mis *middleware.Event
+	for i := range events {
+		if events[i].Outcome == middleware.Misconfigured {
+			mis = &events[i]
+		}
+	}
+	if mis == nil || !errors.Is(mis.Err, middleware.ErrMisconfigured) || !strings.Contains(mis.Err.Error(), `"acme-tokenz"`) ||
+		mis.Cost != 40 || mis.Request == nil || mis.Request.URL.Path != checkMethod {
+		t.Fatalf("events %+v: want a Misconfigured one for %s naming acme-tokenz, cost 40", events, checkMethod)
+	}
+	if got := used(t, tokens, "127.0.0.1"); got != 1 {
+		t.Fatalf("tokens used %d, want 1: settled at the reservation", got)
 	}
 }

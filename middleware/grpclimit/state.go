@@ -3,6 +3,7 @@ package grpclimit
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
@@ -47,10 +48,8 @@ type state struct {
 
 	flushed atomic.Bool
 	hdr     headers.Buffer // the metadata's values
-
-	// all are the decisions of limits of several units (WithReported,
-	// WithBytes), for each unit's metadata; nil otherwise.
-	all []limiter.Decision
+	every   bool           // the interceptors keep every decision (verdict.Limits.Every)
+	t       *verdict.Tally // the innermost tally that holds a Reported rule's decision, if any
 }
 
 // A serverStream is the stream a streaming handler gets: its context is
@@ -103,43 +102,70 @@ func stateFrom(ctx context.Context) *state {
 	return s
 }
 
-// join adds what admitted a call through one interceptor to the state:
-// its decision, if more restrictive, the policies that applied, and the
-// caps' slots; every decision, with metered limits (settles), so that
-// the metadata describe each unit. Only interceptors write it, each
-// before calling the handler it wraps.
-func (s *state) join(l *verdict.Life, settles bool) {
-	if settles && l.Charged.N > 1 && s.md.WritesEveryDecision() {
-		s.all = append(s.all, l.Charged.D[:l.Charged.N]...)
+// join adds what admitted a call through interceptor ic to the state:
+// its decision, if more restrictive, the policies that applied, each
+// rule's decision when ic's metadata describe every one (a Reported
+// rule's with t, the tally its handler reports to, to be read when the
+// metadata are set), and the caps' slots. Only interceptors write it,
+// each before calling the handler it wraps.
+func (s *state) join(l *verdict.Life, ic *Interceptor, t *verdict.Tally) {
+	keep := ic.limits.Every
+	s.every = s.every || keep
+	best := &l.Best
+	var others limiter.Decision
+	if t != nil && ic.held >= 0 {
+		if hold := l.HeldOut(ic.held, &others); hold >= 0 {
+			t.Hold(&l.Charged.D[hold], l.Costs[ic.held], slices.Index(ic.limits.Reported.List, l.RuleOf(hold).Unit))
+			s.t = t
+			if l.Best.Policy == l.Charged.D[hold].Policy {
+				best = &others // read when the metadata are set
+			}
+		}
 	}
 	if l.Decided {
 		if s.decided {
-			s.v.Merge(&l.Best)
+			s.v.Merge(best, keep)
 		} else {
-			s.v.Set(&l.Best)
+			s.v.Set(best)
 			s.decided = true
 		}
-		s.v.Apply(l.RatesApplied())
+		s.v.Apply(l.RatesApplied(), keep)
+	}
+	if keep {
+		for i := range l.Charged.N {
+			e := verdict.Entry{D: l.Charged.D[i]}
+			if r := l.RuleOf(i); t != nil && r.Meter == verdict.Reported {
+				e.Reserved, e.Unit, e.Tally = l.Costs[l.Charged.Rule[i]], r.Unit, t
+			}
+			s.v.Keep(e)
+		}
 	}
 	if l.Held.Len() > 0 {
 		s.caps = &verdict.CapsList{Prev: s.caps, Caps: l.Held}
 	}
 }
 
-// flush sets the metadata of the decision and of the caps' slots, once:
-// the first call does it, later ones nothing.
+// flush sets the metadata of the decisions and of the caps' slots, once:
+// the first call does it, later ones nothing. A Reported rule's decision
+// reads at what the handler has reported by then.
 func (s *state) flush() {
 	if !s.onAllow || !s.flushed.CompareAndSwap(false, true) {
 		return
 	}
 	md := make(metadata.MD, 4)
-	if s.decided {
-		if len(s.all) > 0 {
-			s.writeAll(http.Header(md))
+	switch {
+	case s.decided && s.every:
+		var room [verdict.MaxPolicies]limiter.Decision
+		best, all, n := s.v.Describe(&room)
+		s.md.Write(http.Header(md), &best, all[:n]...)
+	case s.decided:
+		var best limiter.Decision
+		if s.t != nil {
+			best = s.v.DescribedWith(s.t)
 		} else {
-			d := s.v.Described()
-			s.md.WriteBuffer(&s.hdr, http.Header(md), &d, s.v.Applied()...)
+			best = s.v.Described()
 		}
+		s.md.WriteBuffer(&s.hdr, http.Header(md), &best)
 	}
 	if s.caps != nil {
 		verdict.WriteCaps(s.md, http.Header(md), s.caps)
@@ -147,20 +173,6 @@ func (s *state) flush() {
 	if len(md) > 0 {
 		_ = s.setHeader(md)
 	}
-}
-
-// writeAll sets the metadata of a call limits of several units
-// admitted: the most restrictive decision first, then every one, for
-// each unit's metadata (headers.WithUnitHeaders) and the draft
-// ratelimit field.
-func (s *state) writeAll(h http.Header) {
-	ds := make([]*limiter.Decision, 1, 1+len(s.all))
-	d := s.v.Described()
-	ds[0] = &d
-	for i := range s.all {
-		ds = append(ds, &s.all[i])
-	}
-	s.md.WriteAll(h, ds, s.v.Applied()...)
 }
 
 // setHeader adds md to the call's header metadata, through the stream
@@ -175,16 +187,6 @@ func (s *state) setHeader(md metadata.MD) error {
 		return s.stream.SetHeader(md)
 	}
 	return nil
-}
-
-// with returns the policies that applied to the call when ps are added to
-// the state's: the list a refusal's metadata name. A nil state has none
-// of its own.
-func (s *state) with(ps []*limiter.Policy) []*limiter.Policy {
-	if s == nil {
-		return (*verdict.Joined)(nil).With(ps)
-	}
-	return s.v.With(ps)
 }
 
 // Context returns the state, so that the handler and the interceptors

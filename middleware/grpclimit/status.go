@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/internal/verdict"
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
@@ -67,16 +68,44 @@ func keyOutcome(err error) (middleware.Outcome, error) {
 // when the wait is longer than ic.maxPushback. RetryInfo and retry-after
 // say the wait either way. ss is the call's stream, nil for a unary
 // call.
-func (ic *Interceptor) deny(ctx context.Context, ss grpc.ServerStream, outer *state, d *limiter.Decision, applied []*limiter.Policy) error {
+func (ic *Interceptor) deny(ctx context.Context, ss grpc.ServerStream, outer *state, l *verdict.Life) error {
 	md := make(metadata.MD, 6)
-	ic.md.Write(http.Header(md), d, outer.with(applied)...)
+	d := new(limiter.Decision) // only a refusal moves a Decision to the heap
+	*d = l.Best
+	if ic.limits.Every {
+		// Every limit that applied: the interceptors' around, as they
+		// stand, and this one's rates before the refusal, read as
+		// charged nothing once refunded.
+		var (
+			room [verdict.MaxPolicies]limiter.Decision
+			kept [verdict.MaxPolicies]*limiter.Decision
+			ptrs [verdict.MaxPolicies + verdict.MaxRules + 1]*limiter.Decision
+			n    int
+		)
+		if outer != nil {
+			_, kept, n = outer.v.Describe(&room)
+			copy(ptrs[:], kept[:n])
+		}
+		all := ptrs[:n]
+		for i := range l.Charged.N {
+			all = append(all, &l.Charged.D[i])
+		}
+		ic.md.Write(http.Header(md), d, append(all, d)...)
+	} else {
+		ic.md.Write(http.Header(md), d)
+	}
 	if outer != nil {
 		// The refusal answers the call: the interceptors around set no
 		// header metadata of their own.
 		outer.flushed.Store(true)
 	}
 	secs := headers.RetryAfterSeconds(d.RetryAfter)
-	md[PushbackTrailer] = []string{pushback(secs, ic.maxPushback)}
+	if d.CostExceedsLimit {
+		secs = 0 // no wait admits the cost: never retry
+		md[PushbackTrailer] = []string{noRetry}
+	} else {
+		md[PushbackTrailer] = []string{pushback(secs, ic.maxPushback)}
+	}
 	if ss != nil {
 		ss.SetTrailer(md)
 	} else {
@@ -99,6 +128,8 @@ func pushback(secs int64, bound time.Duration) string {
 // the policy and its limit, never the key, in the words of the HTTP
 // problem body's detail (headers.DescribeRefusal: "rate limit of 1000
 // per month exceeded; retry in 30 seconds"), as the status message is.
+// A cost no wait admits (d.CostExceedsLimit) has no RetryInfo: a client
+// must not retry it.
 func denial(d *limiter.Decision, secs int64) error {
 	text := headers.DescribeRefusal(d, secs) // the HTTP problem body's detail
 	st := status.New(codes.ResourceExhausted, text)
@@ -106,13 +137,17 @@ func denial(d *limiter.Decision, secs int64) error {
 	if d.Policy != nil {
 		name = d.Policy.Name()
 	}
-	detailed, err := st.WithDetails(
-		&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)},
-		&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
-			Subject:     "policy:" + name,
-			Description: text,
-		}}},
-	)
+	quota := &errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
+		Subject:     "policy:" + name,
+		Description: text,
+	}}}
+	var detailed *status.Status
+	var err error
+	if d.CostExceedsLimit {
+		detailed, err = st.WithDetails(quota)
+	} else {
+		detailed, err = st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)}, quota)
+	}
 	if err != nil {
 		// Marshalling two fixed messages does not fail; if it ever
 		// did, the code and the message still say what happened.
