@@ -86,6 +86,7 @@ type handler struct {
 //	POST ./reset         forget a key under every limiter (key, reason)
 //	POST ./refund        give units back under one limiter (key, policy, amount, reason)
 //	GET  ./keys?prefix=P keys listed by Config.List, as JSON
+//	GET  ./events?key=K  the page's live updates: K's report every second (server-sent events)
 //
 // A POST is a form, or JSON with the token in an X-CSRF-Token header; it
 // must come from the console's own origin. New reports a Config it

@@ -28,6 +28,9 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string) {
 		return
 	}
 	rc := http.NewResponseController(w)
+	// The deadline set per write stays on the connection, which may
+	// serve other requests after the stream: take it off at the end.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	end := time.NewTimer(streamFor)
