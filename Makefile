@@ -1,27 +1,30 @@
 # Every target runs from the repository root. The metrics adapters
 # (middleware/metrics, middleware/otelmetrics), the gRPC interceptor
-# (middleware/grpclimit), the lab (example/lab), the observability
-# programs (example/observe), the gRPC example (example/grpc), the
-# migration recipes run against the limiters they replace
-# (example/migrating) and the tests that need what a consumer must not
-# (internal/consumer) are modules of their own, joined to the root module
-# by go.work, so that the root go.mod requires neither Prometheus,
-# OpenTelemetry, gRPC, another limiter nor a test-only module; PKGS names
-# their packages beside the root module's. bench/ is a module of its own
-# too.
+# (middleware/grpclimit), the support console's browser tests
+# (middleware/console/browsertest), the lab (example/lab), the
+# observability programs (example/observe), the gRPC example
+# (example/grpc), the migration recipes run against the limiters they
+# replace (example/migrating) and the tests that need what a consumer
+# must not (internal/consumer) are modules of their own, joined to the
+# root module by go.work, so that the root go.mod requires neither
+# Prometheus, OpenTelemetry, gRPC, a browser driver, another limiter nor
+# a test-only module; PKGS names their packages beside the root
+# module's. bench/ is a module of its own too.
 GO       ?= go
-MODULES  ?= middleware/metrics middleware/otelmetrics middleware/grpclimit example/grpc example/lab example/migrating example/observe internal/consumer
+MODULES  ?= middleware/metrics middleware/otelmetrics middleware/grpclimit middleware/console/browsertest example/grpc example/lab example/migrating example/observe internal/consumer
 PKGS     ?= ./... $(addprefix ./,$(addsuffix /...,$(MODULES)))
 FUZZTIME ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test test-oldest-go bench bench-peers fuzz soak lint cover redis
+.PHONY: test test-oldest-go bench bench-peers fuzz soak lint cover redis chromium console-screenshot
 
 # The whole suite, race detector on. The Redis-backed tests need a Redis
 # at 127.0.0.1:6379 and the redis-server binary: `redis` makes sure of both.
+# The console's browser tests need Chromium: `chromium` installs Debian's
+# when there is none (under CI=true they fail without it, never skip).
 # bench/'s tests need its peers' setups, so here they are only compiled
 # and vetted (make bench-peers runs them).
-test: redis
+test: redis chromium
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	cd bench && $(GO) vet ./...
 
@@ -31,7 +34,7 @@ test: redis
 # every nested module in MODULES. The toolchain comes from the module
 # proxy on first use. No race detector: make test runs it on the current Go.
 OLDEST_GO ?= go1.25.0
-test-oldest-go: redis
+test-oldest-go: redis chromium
 	GOTOOLCHAIN=$(OLDEST_GO) GOWORK=off $(GO) test -count=1 -timeout 20m ./...
 	set -e; for m in $(MODULES); do \
 		(cd $$m && GOTOOLCHAIN=$(OLDEST_GO) GOWORK=off $(GO) test -count=1 -timeout 20m ./...); \
@@ -68,3 +71,14 @@ cover: redis
 # Start a throwaway local Redis if none answers.
 redis:
 	./scripts/ensure-redis.sh
+
+# Install Debian's Chromium if no Chromium is on PATH.
+chromium:
+	./scripts/ensure-chromium.sh
+
+# The picture of the support console in docs/console.md, taken by its
+# browser test (TestScreenshot) in headless Chromium: run after a change
+# to the page, and commit docs/console.png.
+console-screenshot: chromium
+	cd middleware/console/browsertest && CONSOLE_SCREENSHOT=$(CURDIR)/docs/console.png \
+		$(GO) test -count=1 -run '^TestScreenshot$$' .

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register("serve", "run a demo server: /api/fixed-window is limited per client, /api/demo is not", runServe)
+	register("serve", "run a demo server: /api/fixed-window is limited per client, /api/demo is not; the console at "+consolePath, runServe)
 }
 
 // shutdownGrace bounds how long a stopping server waits for requests in
@@ -111,14 +111,18 @@ func serve(ctx context.Context, cfg serveConfig, logw io.Writer, ready func(net.
 	if err != nil {
 		return err
 	}
+	shutdown, endConsole := context.WithCancel(context.Background())
+	defer endConsole()
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           endOnShutdown(handler, shutdown),
 		ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(endConsole)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	log.Info("listening", "url", "http://"+ln.Addr().String(),
+	url := "http://" + ln.Addr().String()
+	log.Info("listening", "url", url, "console", url+consolePath, "console_open_to", "loopback",
 		"limit", cfg.limit, "window", cfg.window, "store", cfg.store.Kind, "lease", cfg.store.Lease, "fail_open", cfg.failOpen)
 	if ready != nil {
 		ready(ln.Addr())
@@ -142,7 +146,8 @@ func serve(ctx context.Context, cfg serveConfig, logw io.Writer, ready func(net.
 }
 
 // newServeHandler builds the demo routes: /api/fixed-window limited per
-// client host, /api/demo never.
+// client host, /api/demo never, and the support console of the limiter
+// at consolePath, open to loopback clients.
 func newServeHandler(cfg serveConfig, store limiter.Store, log *slog.Logger) (http.Handler, error) {
 	p, err := limiter.NewPolicy("fixed-window", limiter.Rate{Limit: cfg.limit, Window: cfg.window})
 	if err != nil {
@@ -156,7 +161,8 @@ func newServeHandler(cfg serveConfig, store limiter.Store, log *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	opts := []middleware.Option{middleware.WithObserver(logEvents(log))}
+	var seen seenKeys
+	opts := []middleware.Option{middleware.WithObserver(logEvents(log, &seen))}
 	if cfg.failOpen {
 		opts = append(opts, middleware.WithFailOpen())
 	}
@@ -164,16 +170,25 @@ func newServeHandler(cfg serveConfig, store limiter.Store, log *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
+	admin, err := newConsole(l, &seen, log)
+	if err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /api/fixed-window", limit(okJSON("fixed-window")))
 	mux.Handle("GET /api/demo", okJSON("demo"))
+	mux.Handle(consolePath, admin)
 	return mux, nil
 }
 
 // logEvents logs refusals at debug level and failures at error level; the
-// client's address appears in the log, never in a response.
-func logEvents(log *slog.Logger) middleware.Observer {
+// client's address appears in the log, never in a response. It keeps the
+// keys decided for in seen, for the console to list.
+func logEvents(log *slog.Logger, seen *seenKeys) middleware.Observer {
 	return func(e middleware.Event) {
+		if e.Key != "" {
+			seen.add(e.Key)
+		}
 		switch e.Outcome {
 		case middleware.Denied:
 			log.Debug("rate limited", "key", e.Key, "retry_after", e.Decision.RetryAfter)

@@ -132,11 +132,25 @@ func TestServeInProcess(t *testing.T) {
 			t.Fatalf("demo call %d: status %d, X-RateLimit-Limit %q; want 200 and no header", i+1, res.StatusCode, res.Header.Get("X-RateLimit-Limit"))
 		}
 	}
+	// A console page left open holds a stream of updates: stopping the
+	// server ends it rather than waiting it out.
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	sreq, _ := http.NewRequestWithContext(sctx, http.MethodGet, base+"/admin/limits/events?key=127.0.0.1", nil)
+	stream, err := client.Do(sreq)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("console stream: %v, %v", stream, err)
+	}
+	defer stream.Body.Close()
+	stopped := time.Now()
 	cancel()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("serve returned %v after cancel, want nil", err)
+		}
+		if took := time.Since(stopped); took >= shutdownGrace {
+			t.Fatalf("serve took %v to stop with a console stream open: it waited the stream out", took)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop within 10s of cancel")
@@ -147,6 +161,13 @@ func TestServeInProcess(t *testing.T) {
 	for _, want := range []string{"msg=listening", "limit=3", "window=1m0s", "store=memory", "msg=\"shutting down\"", "msg=stopped"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("logs lack %q:\n%s", want, logs.String())
+		}
+	}
+	// The first line says where the console is, and to whom it is open.
+	first, _, _ := strings.Cut(logs.String(), "\n")
+	for _, want := range []string{"msg=listening url=" + base + " console=" + base + "/admin/limits/ console_open_to=loopback "} {
+		if !strings.Contains(first, want) {
+			t.Errorf("first line %q lacks %q", first, want)
 		}
 	}
 }

@@ -69,13 +69,19 @@ func (d *dest) dialCause(start int64) error {
 
 // causeOf names a timeout by the dial that failed while it ran, if any:
 // "connection refused: dial tcp 127.0.0.1:6379: connect: connection
-// refused (no connection within the timeout)".
+// refused (no connection within the timeout)"; else by the server that
+// did not answer, where the call went to one ("context deadline exceeded
+// (no answer from 127.0.0.1:6379)"), so that whoever reads it knows
+// which node to look at.
 func causeOf(err error, d *dest, start int64) error {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	dial := d.dialCause(start)
 	if dial == nil {
+		if d.one && d.name != "" && !strings.Contains(err.Error(), d.name) {
+			return fmt.Errorf("%w (no answer from %s)", err, d.name)
+		}
 		return err
 	}
 	// The deadline, not err: err may hold the same dial error again

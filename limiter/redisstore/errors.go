@@ -24,7 +24,8 @@ import (
 // the certificate failed) or "connect_timeout", each named by the dials
 // that failed during the decision even when its time ran out first
 // (go-redis dials again with backoff), "timeout" (no answer in time,
-// with no failed dial to blame) and "unavailable" (another network
+// with no failed dial to blame; its text names the server that kept the
+// call waiting, where the call went to one) and "unavailable" (another network
 // error); "circuit_open"; and "clock_skew" (Redis's clock outside the
 // calendar windows a replica sent, WithServerClock). Its text says the same, then the error it
 // wraps: "connection refused: dial tcp 127.0.0.1:6379: connect:

@@ -74,6 +74,36 @@ func TestStoppedRedisNamed(t *testing.T) {
 	}
 }
 
+// A server that takes the call and never answers is named too: the
+// decision's timeout says which node kept it waiting, for a decision and
+// for a cap's count alike.
+func TestSilentRedisNamed(t *testing.T) {
+	p := redistest.StartProxy(t, redistest.SharedAddr)
+	c := redistest.Client(t, p.Addr())
+	s := newStore(t, c, WithTimeout(200*time.Millisecond))
+	l := newLimiter(t, limiter.MustPolicy("api", limiter.PerMinute(10)), s, limitertest.New(t0))
+	f, err := limiter.NewInFlight("exports", 2, limiter.WithStore(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := l.Allow(context.Background(), "k", 1); err != nil {
+		t.Fatalf("through the proxy before it falls silent: %v", err)
+	}
+	p.SetDelay(time.Second)
+	// The socket's own timeout names the server ("read tcp
+	// 127.0.0.1:5→127.0.0.1:6: i/o timeout"); the context's does not, and
+	// gets "(no answer from 127.0.0.1:6)".
+	_, err = l.Allow(context.Background(), "k", 1)
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) || reasonOf(err) != "timeout" ||
+		!strings.HasPrefix(err.Error(), "redisstore: redis could not decide: timeout: ") || !strings.Contains(err.Error(), p.Addr()) {
+		t.Fatalf("a decision Redis kept waiting: %v (reason %q), want a timeout naming %s", err, reasonOf(err), p.Addr())
+	}
+	if _, err := f.Usage(context.Background(), "k"); err == nil || !strings.Contains(err.Error(), p.Addr()) {
+		t.Fatalf("a cap's count Redis kept waiting: %v, want it to name %s", err, p.Addr())
+	}
+}
+
 // A success after failures makes a server Healthy again, and says so.
 func TestFailingThenHealthy(t *testing.T) {
 	srv := redistest.StartServer(t)

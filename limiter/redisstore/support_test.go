@@ -43,14 +43,14 @@ func fakeMono(s *Store) *atomic.Int64 {
 }
 
 // TestSupportActionsObeyedEverywhere: what support does on replica A (a
-// Reset, a refund) is obeyed by replica B, whose over-limit cache refuses
+// Reset, a refund of an admission, a refund of a usage read) is obeyed by replica B, whose over-limit cache refuses
 // the key, within a second: B asks Redis again once its entry is a second
 // old. A raised limit (another plan of the same usage) needs no wait: B
 // decides again under the request's limits.
 func TestSupportActionsObeyedEverywhere(t *testing.T) {
 	ctx := context.Background()
 	for _, clock := range []clockSource{appClock, serverClock} {
-		for _, action := range []string{"reset", "refund", "raised_limit"} {
+		for _, action := range []string{"reset", "refund", "refund_usage", "raised_limit"} {
 			t.Run(clock.String()+"/"+action, func(t *testing.T) {
 				p := limiter.MustPolicy("plan", limiter.PerHour(3))
 				clk := limitertest.New(t0)
@@ -84,6 +84,17 @@ func TestSupportActionsObeyedEverywhere(t *testing.T) {
 				case "refund":
 					if err := la.Refund(ctx, "acme", 1, first); err != nil {
 						t.Fatal(err)
+					}
+				case "refund_usage":
+					u, err := la.Usage(ctx, "acme")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := la.RefundUsage(ctx, "acme", 2, u); err != nil {
+						t.Fatal(err)
+					}
+					if u, err = la.Usage(ctx, "acme"); err != nil || u.Windows[0].Used != 1 {
+						t.Fatalf("A's usage after refunding 2 of 3: %+v, %v; want 1 used", u, err)
 					}
 				case "raised_limit":
 					pro, err := lb.WithLimits(5)

@@ -1,0 +1,44 @@
+package console
+
+import (
+	"net/http"
+	"time"
+)
+
+// An Event is one thing asked of the console, for an audit trail: who
+// asked for what, on which key, when, and whether it was done.
+// Config.Observe gets one for every lookup, live view, listing, reset and
+// refund, done or refused, and one for every request Config.Authorize
+// refused. A request for the page's script or style sheet is no event.
+//
+// The zero Event describes nothing.
+type Event struct {
+	// At is when, by the clock of the console's first limiter (or cap).
+	At time.Time
+	// Who is whom Config.Authorize named; empty for a request it
+	// refused.
+	Who string
+	// Action is what was asked: "lookup" (a key's usage, on the page or
+	// as JSON), "watch" (the page's live updates, once per stream),
+	// "list" (keys, through Config.List), "reset", "refund", or
+	// "forbidden" (a request Config.Authorize refused).
+	Action string
+	// Key is the key acted on, or for a list the prefix asked for. It is
+	// empty when the key given was refused as bad input (empty, longer
+	// than 4 KiB, not UTF-8), and for a forbidden request.
+	Key string
+	// Policy and Amount are a refund's: the limiter's policy name and
+	// the units asked back.
+	Policy string
+	Amount int64
+	// Reason is the reason given for a reset or a refund.
+	Reason string
+	// Err is nil when the action was done, else why not: bad input, a
+	// request from another origin or without its CSRF token, a refund
+	// past what the key used, a store that failed. A lookup that read
+	// some limiters but not others has the first failure.
+	Err error
+	// Request is the request that asked: its remote address, its
+	// headers.
+	Request *http.Request
+}

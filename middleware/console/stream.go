@@ -1,0 +1,62 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// The page's live updates.
+const (
+	// every is how often an open page is sent its key's usage: often
+	// enough to watch a window fill and reset.
+	every = time.Second
+	// streamFor bounds one stream; the browser opens another (and the
+	// observer hears of it) when it ends.
+	streamFor = 30 * time.Minute
+)
+
+// watch answers GET events?key=K with server-sent events: K's report
+// now, then every second while the page is open, each an event named
+// "usage" whose data is the report's JSON. The observer hears of the
+// stream once ("watch"), not of every update. Each write pushes the
+// connection's write deadline on, so that a server's WriteTimeout does
+// not cut a stream short.
+func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string) {
+	key, ok := h.queryKey(w, r, who, "watch")
+	if !ok {
+		return
+	}
+	rc := http.NewResponseController(w)
+	// The deadline set per write stays on the connection, which may
+	// serve other requests after the stream: take it off at the end.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	end := time.NewTimer(streamFor)
+	defer end.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	rep := h.lookup(r, who, "watch", key)
+	for {
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(every + readTimeout))
+		if _, err := w.Write(append(append([]byte("event: usage\ndata: "), b...), "\n\n"...)); err != nil {
+			return
+		}
+		if rc.Flush() != nil {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-end.C:
+			return
+		case <-tick.C:
+		}
+		rep, _ = h.read(r, key)
+	}
+}
