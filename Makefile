@@ -11,7 +11,7 @@
 # a test-only module; PKGS names their packages beside the root
 # module's. bench/ is a module of its own too.
 GO       ?= go
-MODULES  ?= middleware/metrics middleware/otelmetrics middleware/grpclimit middleware/console/browsertest example/grpc example/lab example/migrating example/observe internal/consumer
+MODULES  ?= middleware/metrics middleware/otelmetrics middleware/grpclimit middleware/console/browsertest example/grpc example/plans example/lab example/migrating example/observe internal/consumer
 PKGS     ?= ./... $(addprefix ./,$(addsuffix /...,$(MODULES)))
 FUZZTIME ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -63,6 +63,7 @@ lint:
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(STATICCHECK) $(PKGS)
+	$(GO) run ./internal/apicount -max 235
 
 cover: redis
 	$(GO) test -count=1 -coverprofile=cover.out $(PKGS)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/fixedwindow/ratelimit/internal/refusal"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -20,9 +21,9 @@ func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter
 	retry := int64(1)
 	if d != nil {
 		w.Write(h, d, all...)
-		retry = RetryAfterSeconds(d.RetryAfter)
+		retry = refusal.Seconds(d.RetryAfter)
 	}
-	if never(d) {
+	if refusal.Never(d) {
 		retry = 0
 		delete(h, w.names.RetryAfter)
 	} else {
@@ -47,13 +48,13 @@ func (w *Writer) WriteDenied(rw http.ResponseWriter, r *http.Request, d *limiter
 
 // textBody is "rate limit exceeded; retry in 30 seconds\n", or for an
 // in-flight cap "concurrency limit exceeded; ...", or for a cost no wait
-// can admit DescribeRefusal's text.
+// can admit the problem body's detail (internal/refusal's text).
 func textBody(d *limiter.Decision, retry int64) []byte {
 	b := make([]byte, 0, 80)
-	if never(d) {
-		return append(appendRefusal(b, d, retry), '\n')
+	if refusal.Never(d) {
+		return append(refusal.AppendText(b, d, retry), '\n')
 	}
-	if isCap(d) {
+	if refusal.IsCap(d) {
 		b = append(b, "concurrency"...)
 	} else {
 		b = append(b, "rate"...)
@@ -77,10 +78,10 @@ func (w *Writer) problemBody(d *limiter.Decision, retry int64) []byte {
 	b = append(b, `,"title":`...)
 	b = append(b, w.problem.title...)
 	b = append(b, `,"status":429,"detail":"`...)
-	b = appendRefusal(b, d, retry) // DescribeRefusal's words, which gRPC's refusal uses too
-	inFlight := isCap(d)
+	b = refusal.AppendText(b, d, retry) // the detail's words, which gRPC's refusal uses too
+	inFlight := refusal.IsCap(d)
 	b = append(b, '"')
-	if !never(d) {
+	if !refusal.Never(d) {
 		b = append(b, `,"retry_after":`...)
 		b = strconv.AppendInt(b, retry, 10)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/refusal"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -158,7 +159,7 @@ func TestWriteDeniedCostExceedsLimit(t *testing.T) {
 			}
 		})
 	}
-	if got := DescribeRefusal(&d, 99); got != detail {
-		t.Fatalf("DescribeRefusal = %q, want %q", got, detail)
+	if got := refusal.Text(&d, 99); got != detail {
+		t.Fatalf("refusal.Text = %q, want %q", got, detail)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/refusal"
 	"github.com/fixedwindow/ratelimit/internal/storetest"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
@@ -41,8 +42,8 @@ func TestDescribeLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l, _ := newLimiter(t, tt.p, tt.at)
 			d := allow(t, l, tt.n)
-			if got := DescribeLimit(&d); got != tt.want {
-				t.Fatalf("DescribeLimit(%s after %d calls at %v) = %q, want %q", tt.p.Name(), tt.n, tt.at, got, tt.want)
+			if got := refusal.Limit(&d); got != tt.want {
+				t.Fatalf("refusal.Limit(%s after %d calls at %v) = %q, want %q", tt.p.Name(), tt.n, tt.at, got, tt.want)
 			}
 			if d.Allowed {
 				return
@@ -70,8 +71,8 @@ func TestDescribeLimitNothingToDescribe(t *testing.T) {
 		{"no_limit", &limiter.Decision{Window: time.Minute}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := DescribeLimit(tt.d); got != "" {
-				t.Fatalf("DescribeLimit(%+v) = %q, want \"\"", tt.d, got)
+			if got := refusal.Limit(tt.d); got != "" {
+				t.Fatalf("refusal.Limit(%+v) = %q, want \"\"", tt.d, got)
 			}
 		})
 	}

@@ -15,7 +15,8 @@
 // An in-flight cap (limiter.InFlight) is a policy of the draft's unit
 // concurrent-requests: "exports";q=5;qu="concurrent-requests" in
 // RateLimit-Policy, its slots left in RateLimit ("exports";r=4, no t),
-// and no X-RateLimit-Reset on its refusal (WriteInFlight).
+// and no X-RateLimit-Reset on its refusal; Write lists caps given
+// among its decisions after the rates.
 //
 // Header names are case-insensitive, and net/http sends each in canonical
 // form: X-RateLimit-Limit goes out as X-Ratelimit-Limit, and over HTTP/2

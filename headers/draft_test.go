@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/refusal"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -94,8 +95,8 @@ func TestWindowSuffix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			if got := windowSuffix(tt.in); got != tt.want {
-				t.Fatalf("windowSuffix(%v) = %q, want %q", tt.in, got, tt.want)
+			if got := refusal.WindowSuffix(tt.in); got != tt.want {
+				t.Fatalf("refusal.WindowSuffix(%v) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}

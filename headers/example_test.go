@@ -89,39 +89,3 @@ func ExampleWriter_Write_customDecision() {
 	// Output:
 	// "custom";r=7;t=30
 }
-
-func ExampleRetryAfterSeconds() {
-	for _, d := range []time.Duration{29500 * time.Millisecond, time.Millisecond, 30 * time.Second, 0} {
-		fmt.Println(d, "->", headers.RetryAfterSeconds(d))
-	}
-	// Output:
-	// 29.5s -> 30
-	// 1ms -> 1
-	// 30s -> 30
-	// 0s -> 1
-}
-
-// ExampleDescribeLimit names the limit of a decision's deciding window as
-// the 429 body and gRPC's QuotaFailure do: a month is per month, whatever
-// its length; a fixed window is per its length.
-func ExampleDescribeLimit() {
-	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))
-	for _, p := range []*limiter.Policy{
-		limiter.MustPolicy("plan", limiter.PerMonthIn(1000, time.UTC)),
-		limiter.MustPolicy("api", limiter.PerMinute(100)),
-	} {
-		lim, err := limiter.New(p, limiter.WithClock(clk))
-		if err != nil {
-			panic(err)
-		}
-		d, err := lim.Allow(context.Background(), "203.0.113.7", 1)
-		if err != nil {
-			panic(err)
-		}
-		fmt.Println(headers.DescribeLimit(&d))
-		lim.Close()
-	}
-	// Output:
-	// 1000 per month
-	// 100 per 1m
-}

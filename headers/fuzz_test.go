@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/refusal"
 	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
@@ -20,15 +21,15 @@ func FuzzRetryAfterSeconds(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, ns int64) {
 		d := time.Duration(ns)
-		s := RetryAfterSeconds(d)
+		s := refusal.Seconds(d)
 		if s < 1 {
-			t.Fatalf("RetryAfterSeconds(%v) = %d < 1", d, s)
+			t.Fatalf("refusal.Seconds(%v) = %d < 1", d, s)
 		}
 		if d > 0 && time.Duration(s-1)*time.Second >= d && s > 1 {
-			t.Fatalf("RetryAfterSeconds(%v) = %d: one second less would still cover the wait", d, s)
+			t.Fatalf("refusal.Seconds(%v) = %d: one second less would still cover the wait", d, s)
 		}
 		if d > 0 && s < int64(d/time.Second) {
-			t.Fatalf("RetryAfterSeconds(%v) = %d comes before the boundary", d, s)
+			t.Fatalf("refusal.Seconds(%v) = %d comes before the boundary", d, s)
 		}
 	})
 }
@@ -107,7 +108,7 @@ func checkWritten(t *testing.T, h http.Header, d *limiter.Decision, p *limiter.P
 	if num("X-RateLimit-Limit") != d.Limit || num("X-RateLimit-Remaining") != d.Remaining || d.Remaining < 0 {
 		t.Fatalf("limit/remaining %v do not match %+v", h, d)
 	}
-	if reset := num("X-RateLimit-Reset"); reset != unixCeil(d.ResetAt) || time.Unix(reset, 0).Before(d.ResetAt) {
+	if reset := num("X-RateLimit-Reset"); reset != refusal.UnixCeil(d.ResetAt) || time.Unix(reset, 0).Before(d.ResetAt) {
 		t.Fatalf("reset %d, decision resets at %v", reset, d.ResetAt)
 	}
 	if d.Allowed || d.CostExceedsLimit {

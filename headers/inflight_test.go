@@ -107,7 +107,9 @@ func TestWriteDeniedCap(t *testing.T) {
 	}
 }
 
-func TestWriteInFlight(t *testing.T) {
+// TestWriteListsCaps: caps given among all join the draft fields after
+// the rates, each once.
+func TestWriteListsCaps(t *testing.T) {
 	_, ds := capDecisions(t, 1)
 	other, err := limiter.NewInFlight("global", 100)
 	if err != nil {
@@ -142,8 +144,7 @@ func TestWriteInFlight(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWriter(t, c.opts...)
 			h := http.Header{}
-			w.Write(h, &d, c.all...)
-			w.WriteInFlight(h, c.caps...)
+			w.Write(h, &d, append(c.all, c.caps...)...)
 			if got := h.Get("RateLimit"); got != c.rateLimit {
 				t.Errorf("RateLimit = %q, want %q", got, c.rateLimit)
 			}
@@ -154,21 +155,5 @@ func TestWriteInFlight(t *testing.T) {
 				t.Errorf("legacy fields %v: want the rate's", h)
 			}
 		})
-	}
-}
-
-func TestListed(t *testing.T) {
-	for _, c := range []struct {
-		list, item string
-		want       bool
-	}{
-		{capPolicy, capPolicy, true},
-		{`"a";q=1;w=1, ` + capPolicy, capPolicy, true},
-		{`"x` + capPolicy[1:], capPolicy, false},
-		{"", capPolicy, false},
-	} {
-		if got := listed(c.list, c.item); got != c.want {
-			t.Errorf("listed(%q, %q) = %v, want %v", c.list, c.item, got, c.want)
-		}
 	}
 }

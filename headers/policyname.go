@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/calendar"
+	"github.com/fixedwindow/ratelimit/internal/refusal"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -24,23 +25,7 @@ func windowName(p *limiter.Policy, window time.Duration) string {
 		}
 		return p.Name()
 	}
-	return p.Name() + "-" + windowSuffix(window)
-}
-
-// windowSuffix formats a whole number of milliseconds in its largest whole
-// unit.
-func windowSuffix(w time.Duration) string {
-	ms := w.Milliseconds()
-	units := []struct {
-		ms   int64
-		unit string
-	}{{86_400_000, "d"}, {3_600_000, "h"}, {60_000, "m"}, {1000, "s"}}
-	for _, u := range units {
-		if ms > 0 && ms%u.ms == 0 {
-			return strconv.FormatInt(ms/u.ms, 10) + u.unit
-		}
-	}
-	return strconv.FormatInt(ms, 10) + "ms"
+	return p.Name() + "-" + refusal.WindowSuffix(window)
 }
 
 // policyInfo is what the headers need of a policy, computed once: the
@@ -73,9 +58,11 @@ type policyValue struct {
 	value   string
 }
 
-// maxCachedPolicies bounds the policy cache: policies are normally fixed
-// at startup, but a resolver could mint them per request.
-const maxCachedPolicies = 256
+// maxCachedPolicies bounds the policy cache: a door's policies are
+// fixed at startup, and one per plan and zone under WithPlans
+// (limiter.Limiter.For keeps at most 4096 a limiter), a few hundred
+// bytes each; past the bound a policy's values are built per write.
+const maxCachedPolicies = 4096
 
 // policyCache maps *limiter.Policy to its *policyInfo. A Policy is
 // immutable, so its pointer identifies it.
@@ -189,7 +176,7 @@ func (info *policyInfo) deciding(d *limiter.Decision) int {
 	if info.cals == nil {
 		return info.index(d.Window)
 	}
-	return matchWindow(d, len(info.names))
+	return refusal.MatchWindow(d, len(info.names))
 }
 
 // appendPolicyItem appends one RateLimit-Policy item: the quoted name, q,

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/fixedwindow/ratelimit/internal/rank"
+	"github.com/fixedwindow/ratelimit/internal/refusal"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -50,7 +51,7 @@ func (w *Writer) unitNames(unit string) unitNames {
 	if v, ok := w.unitSets.m.Load(unit); ok {
 		return v.(unitNames)
 	}
-	suffix := "-" + UnitName(unit)
+	suffix := "-" + refusal.UnitName(unit)
 	n := unitNames{
 		limit:     textproto.CanonicalMIMEHeaderKey(w.names.Limit + suffix),
 		remaining: textproto.CanonicalMIMEHeaderKey(w.names.Remaining + suffix),
@@ -61,20 +62,6 @@ func (w *Writer) unitNames(unit string) unitNames {
 	}
 	w.unitSets.m.Store(unit, n)
 	return n
-}
-
-// UnitName returns the name a unit's set of X-RateLimit-* fields is
-// suffixed with (WithUnitHeaders): the draft's units as they are
-// ("requests", "content-bytes"), a unit of the service's own without its
-// vendor prefix, up to the first '-' ("acme-tokens": "tokens").
-func UnitName(unit string) string {
-	if unit == limiter.UnitRequests || unit == limiter.UnitContentBytes {
-		return unit
-	}
-	if _, rest, ok := strings.Cut(unit, "-"); ok {
-		return rest
-	}
-	return unit
 }
 
 // WritesEveryDecision reports whether Write writes more of the other
@@ -96,16 +83,16 @@ func (w *Writer) writeUnits(h http.Header, d *limiter.Decision, all []*limiter.D
 		if i >= 0 {
 			o = all[i]
 		}
-		if o == nil || isCap(o) || o.Policy == nil || i >= 0 && o.Policy == d.Policy {
+		if o == nil || refusal.IsCap(o) || o.Policy == nil || i >= 0 && o.Policy == d.Policy {
 			continue // d describes its own policy; a decision of no policy has no unit
 		}
-		unit := UnitName(o.Policy.Unit())
+		unit := refusal.UnitName(o.Policy.Unit())
 		if contains(seen[:n], unit) {
 			continue
 		}
 		best := o
 		for _, x := range all[i+1:] {
-			if x != nil && !isCap(x) && x.Policy != nil && x.Policy != d.Policy && UnitName(x.Policy.Unit()) == unit && rank.More(x, best) {
+			if x != nil && !refusal.IsCap(x) && x.Policy != nil && x.Policy != d.Policy && refusal.UnitName(x.Policy.Unit()) == unit && rank.More(x, best) {
 				best = x
 			}
 		}
@@ -119,13 +106,13 @@ func (w *Writer) writeUnits(h http.Header, d *limiter.Decision, all []*limiter.D
 
 // writeUnit sets the unit set of d's unit from d.
 func (w *Writer) writeUnit(h http.Header, d *limiter.Decision) {
-	if d == nil || isCap(d) || !w.units {
+	if d == nil || refusal.IsCap(d) || !w.units {
 		return
 	}
 	n := w.unitNames(d.Policy.Unit())
 	h[n.limit] = []string{w.ints.format(sfInteger(d.Limit))}
 	h[n.remaining] = []string{strconv.FormatInt(sfInteger(d.Remaining), 10)}
-	h[n.reset] = []string{w.ints.format(unixCeil(d.ResetAt))}
+	h[n.reset] = []string{w.ints.format(refusal.UnixCeil(d.ResetAt))}
 }
 
 func contains(ss []string, s string) bool {

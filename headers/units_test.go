@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/fixedwindow/ratelimit/internal/refusal"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -76,8 +77,8 @@ func TestUnitHeadersOptions(t *testing.T) {
 		t.Errorf("WithUnitHeaders without the legacy fields: %v, want ErrInvalidOption", err)
 	}
 	for unit, want := range map[string]string{"requests": "requests", "content-bytes": "content-bytes", "acme-tokens": "tokens", "acme-llm-tokens": "llm-tokens"} {
-		if got := UnitName(unit); got != want {
-			t.Errorf("UnitName(%q) = %q, want %q", unit, got, want)
+		if got := refusal.UnitName(unit); got != want {
+			t.Errorf("refusal.UnitName(%q) = %q, want %q", unit, got, want)
 		}
 	}
 	w := newWriter(t, WithUnitHeaders(), WithNames(Names{Remaining: "RateLimit-Left"}))

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/fixedwindow/ratelimit/internal/refusal"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -121,16 +122,16 @@ func (w *Writer) write(h http.Header, d *limiter.Decision) {
 		s := len(b)
 		b = strconv.AppendInt(b, sfInteger(d.Remaining), 10)
 		add(w.names.Remaining, s)
-		if isCap(d) {
+		if refusal.IsCap(d) {
 			delete(h, w.names.Reset) // a cap has no window to reset
 		} else {
-			fields[n] = field{name: w.names.Reset, str: w.ints.format(unixCeil(d.ResetAt))}
+			fields[n] = field{name: w.names.Reset, str: w.ints.format(refusal.UnixCeil(d.ResetAt))}
 			n++
 		}
 	}
-	if !d.Allowed && !never(d) {
+	if !d.Allowed && !refusal.Never(d) {
 		s := len(b)
-		b = strconv.AppendInt(b, RetryAfterSeconds(d.RetryAfter), 10)
+		b = strconv.AppendInt(b, refusal.Seconds(d.RetryAfter), 10)
 		add(w.names.RetryAfter, s)
 	}
 	var policyValue string
@@ -162,7 +163,7 @@ func (w *Writer) write(h http.Header, d *limiter.Decision) {
 		vals = append(vals, policyValue)
 		h[w.names.RateLimitPolicy] = vals[n : n+1 : n+1]
 	}
-	if d.Allowed || never(d) {
+	if d.Allowed || refusal.Never(d) {
 		delete(h, w.names.RetryAfter)
 	}
 }
@@ -212,18 +213,18 @@ func (w *Writer) writeLegacyInto(vals []string, b []byte, h http.Header, d *limi
 	vals[1] = unsafe.String(&b[0], len(b))
 	h[w.names.Limit] = vals[0:1:1]
 	h[w.names.Remaining] = vals[1:2:2]
-	if isCap(d) {
+	if refusal.IsCap(d) {
 		delete(h, w.names.Reset) // a cap has no window to reset
 	} else {
-		vals[2] = w.ints.format(unixCeil(d.ResetAt))
+		vals[2] = w.ints.format(refusal.UnixCeil(d.ResetAt))
 		h[w.names.Reset] = vals[2:3:3]
 	}
-	if d.Allowed || never(d) {
+	if d.Allowed || refusal.Never(d) {
 		delete(h, w.names.RetryAfter)
 		return
 	}
 	n := len(b)
-	b = strconv.AppendInt(b, RetryAfterSeconds(d.RetryAfter), 10)
+	b = strconv.AppendInt(b, refusal.Seconds(d.RetryAfter), 10)
 	vals[3] = unsafe.String(&b[n], len(b)-n)
 	h[w.names.RetryAfter] = vals[3:4:4]
 }
@@ -290,7 +291,7 @@ func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int,
 	}
 	info := w.policies.get(d.Policy)
 	policy := info.policyAt(now)
-	if isCap(d) {
+	if refusal.IsCap(d) {
 		return start, appendCapItem(b, info.quoted[0], d.Remaining), policy
 	}
 	if n == 0 {
@@ -306,7 +307,7 @@ func (w *Writer) appendDraft(b []byte, d *limiter.Decision, now time.Time) (int,
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendService(b, info.quoted[i], ws.Remaining, ws.ResetAt().Sub(now))
+		b = appendService(b, info.quoted[i], ws.Remaining, ws.ResetAt.Sub(now))
 	}
 	return start, b, policy
 }
@@ -317,7 +318,7 @@ func appendService(b []byte, quoted string, remaining int64, untilReset time.Dur
 	b = append(b, ";r="...)
 	b = strconv.AppendInt(b, sfInteger(remaining), 10)
 	b = append(b, ";t="...)
-	return strconv.AppendInt(b, ceilSeconds(untilReset), 10)
+	return strconv.AppendInt(b, refusal.CeilSeconds(untilReset), 10)
 }
 
 // sfInteger clamps n into 0 to limiter.MaxLimit, the non-negative

@@ -25,8 +25,8 @@ const (
 	XRealIP
 )
 
-// String returns the header's name.
-func (s Source) String() string {
+// name returns the header's name, for errors.
+func (s Source) name() string {
 	switch s {
 	case XForwardedFor:
 		return "X-Forwarded-For"
@@ -71,7 +71,7 @@ func (s Source) String() string {
 // RemoteHost does.
 func TrustedProxy(src Source, trusted []string, opts ...Option) (Func, error) {
 	if src < XForwardedFor || src > XRealIP {
-		return nil, fmt.Errorf("%w: TrustedProxy: unknown %v", ErrInvalidOption, src)
+		return nil, fmt.Errorf("%w: TrustedProxy: unknown %s", ErrInvalidOption, src.name())
 	}
 	prefixes, err := parsePrefixes(trusted)
 	if err != nil {

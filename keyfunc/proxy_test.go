@@ -195,10 +195,10 @@ func TestTrustedProxyMappedPrefix(t *testing.T) {
 	checkKey(t, f, request("11.0.0.2:1", "X-Real-IP", "198.51.100.9"), "11.0.0.2")
 }
 
-func TestSourceString(t *testing.T) {
+func TestSourceName(t *testing.T) {
 	for src, want := range map[Source]string{XForwardedFor: "X-Forwarded-For", Forwarded: "Forwarded", XRealIP: "X-Real-IP", 9: "Source(9)"} {
-		if got := src.String(); got != want {
-			t.Errorf("Source(%d).String() = %q, want %q", int(src), got, want)
+		if got := src.name(); got != want {
+			t.Errorf("Source(%d).name() = %q, want %q", int(src), got, want)
 		}
 	}
 }

@@ -112,8 +112,8 @@ func TestCalendarWindowsOfALayeredDecision(t *testing.T) {
 	}
 	for i, w := range want {
 		ws := d.WindowAt(i)
-		if ws.Window != w.window || !ws.ResetAt().Equal(w.reset) {
-			t.Errorf("WindowAt(%d) = %v resetting %v, want %v resetting %v", i, ws.Window, ws.ResetAt(), w.window, w.reset)
+		if ws.Window != w.window || !ws.ResetAt.Equal(w.reset) {
+			t.Errorf("WindowAt(%d) = %v resetting %v, want %v resetting %v", i, ws.Window, ws.ResetAt, w.window, w.reset)
 		}
 	}
 	if d.Window != time.Minute {

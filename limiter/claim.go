@@ -15,7 +15,7 @@ import (
 // limiter given a store claims its policy id on that store for as long
 // as it lives, and New refuses a second live claim, whatever the limits.
 // Sharing a budget on purpose means sharing one Limiter, or deciding
-// under other limits with Limiter.WithLimits, which shares its claim;
+// under a plan's limits with Limiter.For, which shares its claim;
 // replicas share one through their own store values, each claiming
 // once. Policies of one name and other windows (a plan per time zone:
 // a month in Paris and a minute, a month in Tokyo and a minute) are

@@ -155,12 +155,10 @@ type WindowStatus struct {
 	Window    time.Duration // the window's length (a calendar window's, its own)
 	// Name names the window: its length ("1m0s"), or a calendar rate's
 	// period and zone ("month@Europe/Paris").
-	Name    string
-	resetMs int64
+	Name string
+	// ResetAt is the aligned end of this window.
+	ResetAt time.Time
 }
-
-// ResetAt returns the aligned end of this window.
-func (w WindowStatus) ResetAt() time.Time { return time.UnixMilli(w.resetMs) }
 
 // DecidedAt returns the instant the decision was made at, to the
 // millisecond (to the nanosecond for one Dated dated): the limiter's
@@ -200,9 +198,10 @@ func (d *Decision) WindowAt(i int) WindowStatus {
 	ws := WindowStatus{Limit: r.Limit, Used: r.Limit - left, Remaining: max(0, left), Window: r.Window, Name: sp.label}
 	if sp.cal != nil {
 		start, end := sp.cal.Window(d.nowMs)
-		ws.Window, ws.resetMs = time.Duration(end-start)*time.Millisecond, end
+		ws.Window, ws.ResetAt = time.Duration(end-start)*time.Millisecond, time.UnixMilli(end)
 		return ws
 	}
-	_, _, ws.resetMs = window.ID(d.nowMs, r.Window.Milliseconds())
+	_, _, end := window.ID(d.nowMs, r.Window.Milliseconds())
+	ws.ResetAt = time.UnixMilli(end)
 	return ws
 }

@@ -107,10 +107,11 @@ func ExamplePerDayIn() {
 	// true 99 23h0m0s 2026-03-30 00:00:00 +0200 CEST
 }
 
-// A cost known only once the work is done: reserve an estimate, settle
-// the actual cost. The difference is charged (past the limit if need be:
-// the key is then in debt until its window ends) or returned.
-func ExampleLimiter_Reserve() {
+// A cost known only once the work is done: admit at an estimate (the
+// reservation), then settle at the actual cost, once. The difference is
+// charged (past the limit if need be: the key is then in debt until its
+// window ends) or returned.
+func ExampleLimiter_Settle() {
 	clk := limitertest.New(time.Date(2026, 12, 3, 12, 0, 30, 0, time.UTC))
 	l, err := limiter.New(limiter.MustPolicy("tokens", limiter.PerMinute(1_000)).MustUnit("acme-tokens"), limiter.WithClock(clk))
 	if err != nil {
@@ -118,20 +119,18 @@ func ExampleLimiter_Reserve() {
 	}
 	defer l.Close()
 	ctx := context.Background()
-	r, err := l.Reserve(ctx, "acme", 100)
-	if err != nil || !r.Allowed {
-		log.Fatal(r, err)
+	d, err := l.Allow(ctx, "acme", 100) // reserve 100
+	if err != nil || !d.Allowed {
+		log.Fatal(d, err)
 	}
-	if err := r.Settle(ctx, 1_200); err != nil { // the work used 1,200
+	if err := l.Settle(ctx, "acme", 100, 1_200, d); err != nil { // the work used 1,200
 		log.Fatal(err)
 	}
-	d, err := l.Allow(ctx, "acme", 1)
+	next, err := l.Allow(ctx, "acme", 1)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("in debt:", !d.Allowed, "retry after", d.RetryAfter)
-	fmt.Println("a second settle:", r.Settle(ctx, 5))
+	fmt.Println("in debt:", !next.Allowed, "retry after", next.RetryAfter)
 	// Output:
 	// in debt: true retry after 30s
-	// a second settle: limiter: reservation already settled
 }

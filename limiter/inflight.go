@@ -3,11 +3,12 @@ package limiter
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unique"
+
+	"github.com/fixedwindow/ratelimit/internal/cow"
 )
 
 // defaultInFlightLease is WithInFlightLease's default.
@@ -53,6 +54,10 @@ type InFlight struct {
 	reduced atomic.Pointer[Policy] // the last cap a store applied below max (a fallback's)
 	unclaim func()
 	once    sync.Once
+	// base is the InFlight NewInFlight made, for one For returned (nil
+	// for itself): its life and its hold times are base's.
+	base     *InFlight
+	variants *cow.Map[int64, *InFlight] // For's caps, by maximum
 	// hold is the weighted mean time a slot was held, ns: RetryAfter.
 	// Releases write it; it has cache lines of its own, away from the
 	// fields every Acquire reads.
@@ -97,7 +102,7 @@ func NewInFlight(name string, max int64, opts ...Option) (*InFlight, error) {
 		}
 		o(&c)
 	}
-	f := &InFlight{policy: p, clock: c.clock, lease: c.lease}
+	f := &InFlight{policy: p, clock: c.clock, lease: c.lease, variants: newVariants[int64, *InFlight]()}
 	switch {
 	case c.storeSet && isNil(c.store):
 		return nil, fmt.Errorf("%w: WithStore(%s): store is nil", ErrInvalidOption, nilName(c.store))
@@ -188,7 +193,7 @@ func (p *Policy) MaxInFlight() int64 {
 // been taken without a reply, which the store lets go by itself (see
 // SlotStore).
 func (f *InFlight) Acquire(ctx context.Context, key string) (d Decision, release func(), err error) {
-	if f.closed.Load() {
+	if f.root().closed.Load() {
 		return Decision{}, nil, ErrClosed
 	}
 	if key == "" {
@@ -211,7 +216,7 @@ func (f *InFlight) Acquire(ctx context.Context, key string) (d Decision, release
 		// Whatever the store counted (a store that could not read the
 		// key's slots refuses holding none), a refusal leaves nothing.
 		d.Remaining = 0
-		d.RetryAfter = f.retryAfter()
+		d.RetryAfter = f.root().retryAfter()
 		d.ResetAt = now.Add(d.RetryAfter)
 		return d, nil, nil
 	}
@@ -245,7 +250,7 @@ func (h *held) release(gen uint64) {
 	// release.
 	f, key, s, start := h.f, h.key, h.slot, h.start
 	heldPool.Put(h)
-	f.observeHold(time.Duration(f.clock.Now().UnixNano() - start))
+	f.root().observeHold(time.Duration(f.clock.Now().UnixNano() - start))
 	req := SlotRequest{Key: key, Policy: f.policy, Max: s.Max, Lease: f.lease}
 	// The store bounds the call itself, and lets the slot go by itself
 	// when it cannot be reached: nothing for the caller to do.
@@ -298,7 +303,7 @@ func (f *InFlight) policyFor(m int64) *Policy {
 // (Redis), every replica's. Errors report an empty key, a closed InFlight,
 // a done context, or a store that could not answer.
 func (f *InFlight) Usage(ctx context.Context, key string) (Usage, error) {
-	if f.closed.Load() {
+	if f.root().closed.Load() {
 		return Usage{}, ErrClosed
 	}
 	if key == "" {
@@ -307,12 +312,12 @@ func (f *InFlight) Usage(ctx context.Context, key string) (Usage, error) {
 	if err := ctx.Err(); err != nil {
 		return Usage{}, err
 	}
-	req := SlotRequest{Key: key, Policy: f.policy, Max: f.policy.inFlight, Lease: f.lease}
-	n, err := f.store.HeldSlots(ctx, req)
+	req := SlotRequest{Key: key, Policy: f.policy, Max: f.policy.inFlight, Lease: f.lease, Peek: true}
+	s, err := f.store.AcquireSlot(ctx, req)
 	if err != nil {
 		return Usage{}, err
 	}
-	return Usage{Policy: f.policy, At: f.clock.Now(), Held: n}, nil
+	return Usage{Policy: f.policy, At: f.clock.Now(), Held: s.Held}, nil
 }
 
 // Policy returns the policy that names the cap: its name, and its
@@ -323,12 +328,12 @@ func (f *InFlight) Policy() *Policy { return f.policy }
 // middleware reads it to time holds for its observer.
 func (f *InFlight) Clock() Clock { return f.clock }
 
-// Lease returns the lease of the InFlight's slots (WithInFlightLease).
-func (f *InFlight) Lease() time.Duration { return f.lease }
-
-// String returns a readable form, such as "exports: 5 in flight".
-func (f *InFlight) String() string {
-	return f.policy.name + ": " + strconv.FormatInt(f.policy.inFlight, 10) + " in flight"
+// root returns the InFlight NewInFlight made: f, or its base.
+func (f *InFlight) root() *InFlight {
+	if f.base != nil {
+		return f.base
+	}
+	return f
 }
 
 // Close ends the InFlight: later calls to Acquire return ErrClosed, and
@@ -338,6 +343,9 @@ func (f *InFlight) String() string {
 // InFlight made it, and leaves one passed with WithStore open. Close is
 // idempotent.
 func (f *InFlight) Close() error {
+	if f.base != nil {
+		return f.base.Close()
+	}
 	f.closed.Store(true)
 	f.once.Do(func() {
 		if f.unclaim != nil {

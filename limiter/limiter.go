@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sync/atomic"
 	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/cow"
 )
 
 // A Limiter controls how often each key (a client, a user, an API key) may
@@ -38,10 +40,10 @@ import (
 //
 // A limit is looked up when a request is decided, never stored: the
 // counters belong to the key, under the policy's name and windows. So
-// WithLimits returns a limiter that decides the same usage under other
-// limits, for plans chosen per key or per request (a customer's plan
-// looked up in a database): a customer moved from 1,000 a month to 2,000
-// within a month keeps what they used.
+// For returns a limiter that decides the same usage under a Plan's
+// limits, in a customer's zone, for plans chosen per request (a
+// customer's plan looked up in a database): a customer moved from 1,000
+// a month to 2,000 within a month keeps what they used.
 //
 // Build a Limiter with New, and Close it when done to stop the in-memory
 // store's sweep. A Limiter is safe for concurrent use. The zero Limiter has
@@ -51,17 +53,18 @@ type Limiter struct {
 	*shared
 }
 
-// shared is what a limiter New made and the limiters its WithLimits
+// shared is what a limiter New made (root) and the limiters its For
 // returns have in common: the store, the clock, the claim and the life.
 // The claim ends when shared is closed or unreachable, so while any of
 // them is in use it holds.
 type shared struct {
-	store   Store
-	clock   Clock
-	owned   *MemoryStore // the default store, closed by Close
-	release func()       // gives up the policy's claim on a store given with WithStore (see claim)
-	closed  atomic.Bool
-	plans   plans // WithLimits' limiters
+	store    Store
+	clock    Clock
+	owned    *MemoryStore // the default store, closed by Close
+	release  func()       // gives up the policy's claim on a store given with WithStore (see claim)
+	closed   atomic.Bool
+	root     *Limiter
+	variants *cow.Map[variant, *Limiter] // For's limiters
 }
 
 // An Option configures New. An option only records its argument; New
@@ -90,8 +93,8 @@ type config struct {
 // whatever their limits. New refuses a limiter whose policy ID another
 // live limiter already counts on the same store value: give each its own
 // policy name, or, to share a budget on purpose (two routes, or an HTTP
-// and a gRPC door), share one Limiter, or decide under other limits with
-// its WithLimits. A limiter's claim ends with Close, or when it is
+// and a gRPC door), share one Limiter, or decide under a plan's limits
+// with its For. A limiter's claim ends with Close, or when it is
 // garbage collected. Replicas, each with a store value of its own on one
 // Redis, share the limit as they should.
 func WithStore(s Store) Option {
@@ -131,13 +134,14 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 	case c.leaseSet:
 		return nil, fmt.Errorf("%w: WithInFlightLease(%v) does not apply to New: it sets an InFlight's lease (NewInFlight)", ErrInvalidOption, c.lease)
 	}
-	l := &Limiter{policy: p, shared: &shared{store: c.store, clock: c.clock}}
+	l := &Limiter{policy: p, shared: &shared{store: c.store, clock: c.clock, variants: newVariants[variant, *Limiter]()}}
+	l.root = l
 	if c.storeSet {
 		release, ok := claim(l.shared, c.store, p.ID())
 		if !ok {
 			return nil, fmt.Errorf("%w: WithStore: policy %q (%s) is already counted on this store by another limiter: "+
 				"the two would share one budget; give each limiter a policy of its own name, share one Limiter, "+
-				"or decide under other limits with its WithLimits",
+				"or decide under a plan's limits with its For",
 				ErrInvalidOption, p.Name(), p)
 		}
 		l.release = release
@@ -202,15 +206,10 @@ func (l *Limiter) AllowAt(ctx context.Context, key string, cost int64, now time.
 
 // Peek answers what Allow would, charging nothing.
 func (l *Limiter) Peek(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.PeekAt(ctx, key, cost, l.clock.Now())
-}
-
-// PeekAt is Peek at the instant now rather than the clock's reading.
-func (l *Limiter) PeekAt(ctx context.Context, key string, cost int64, now time.Time) (Decision, error) {
 	if err := l.check(ctx, key, cost); err != nil {
 		return Decision{}, err
 	}
-	return l.store.Take(ctx, Request{Key: key, Policy: l.policy, Now: now, Cost: cost, Peek: true})
+	return l.store.Take(ctx, Request{Key: key, Policy: l.policy, Now: l.clock.Now(), Cost: cost, Peek: true})
 }
 
 // check reports what no store need be asked: a closed limiter, a cost of
@@ -231,7 +230,7 @@ func (l *Limiter) check(ctx context.Context, key string, cost int64) error {
 }
 
 // Reset forgets key's counters: its next request starts a fresh budget,
-// under every limit (WithLimits shares them). It reads the clock once,
+// under every plan's limits (For's limiters share them). It reads the clock once,
 // for stores that find the current windows by the time (see Store).
 //
 // On the memory store it takes effect at once. On a store shared by
@@ -271,7 +270,7 @@ func (l *Limiter) Policy() *Policy { return l.policy }
 // decided by. The middleware reads it to date requests for AllowAt.
 func (l *Limiter) Clock() Clock { return l.clock }
 
-// Close ends the limiter, and the limiters its WithLimits returned (or,
+// Close ends the limiter, and the limiters its For returned (or,
 // called on one of those, the limiter it came from and all of them):
 // later calls return ErrClosed. It also closes the default store if the
 // limiter made it; a store passed with WithStore is left open for its

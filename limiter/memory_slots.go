@@ -50,6 +50,9 @@ func (s *MemoryStore) AcquireSlot(_ context.Context, req SlotRequest) (Slot, err
 	if err := req.check(); err != nil {
 		return Slot{}, err
 	}
+	if req.Peek {
+		return Slot{Held: s.heldSlots(req), Max: req.Max}, nil
+	}
 	t := s.table()
 	h := s.hash(req.Key, req.Policy)
 	sh := &t.shards[h&t.mask]
@@ -107,22 +110,16 @@ func (s *MemoryStore) ReleaseSlot(_ context.Context, req SlotRequest, sl Slot) e
 	return nil
 }
 
-// HeldSlots returns how many slots req.Key holds under the cap
-// req.Policy. See SlotStore.
-func (s *MemoryStore) HeldSlots(_ context.Context, req SlotRequest) (int64, error) {
-	if s.closed.Load() {
-		return 0, ErrClosed
-	}
-	if err := req.check(); err != nil {
-		return 0, err
-	}
+// heldSlots returns how many slots req.Key holds under the cap
+// req.Policy: AcquireSlot's answer to a peek. See SlotStore.
+func (s *MemoryStore) heldSlots(req SlotRequest) int64 {
 	t := s.table()
 	h := s.hash(req.Key, req.Policy)
 	sh := &t.shards[h&t.mask]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	n, _ := sh.t.get(h)
-	return n, nil
+	return n
 }
 
 // shrink gives back the slots of a table left mostly empty, beyond the

@@ -108,7 +108,7 @@ func (r Rate) validate() error {
 // keeps what every key has used; two versions of a service running side
 // by side during a rolling deploy count one usage, each applying its own
 // limit; and a customer moved to another plan within a month keeps what
-// they used (WithLimits, Limiter.WithLimits). Two limiters of one policy
+// they used (Plan, Limiter.For). Two limiters of one policy
 // ID (name and windows) on one store would share their counters: New
 // refuses the second while the first lives (see WithStore). Policies of
 // one name and some other windows share the counters of the windows they
@@ -121,8 +121,8 @@ type Policy struct {
 	spans []span // per rate, precomputed for the hot path
 	id    string // name and windows, canonical: namespaces storage keys
 	tag   uint64 // FNV-1a of the name: the memory store's hash of the policy, beside each window's table
-	// uid is id, interned: policies of one ID (WithLimits') compare
-	// equal by a pointer, for stores that key local state by usage.
+	// uid is id, interned: policies of one ID (For's) compare equal by
+	// a pointer.
 	uid unique.Handle[string]
 	// inFlight is an in-flight cap's maximum (NewInFlight), which has
 	// no rates; 0 for a policy of rates.
@@ -205,33 +205,6 @@ func NewPolicy(name string, rates ...Rate) (*Policy, error) {
 	return p, nil
 }
 
-// WithLimits returns a policy of p's name and windows whose limits are
-// limits, one per rate in p's order: another plan over the same usage.
-// Its ID is p's, so stores count both into the same counters, and a key
-// decided under one and then the other keeps what it used: 1,000 of a
-// plan of 1,000 a month spent, then moved to 2,000 a month, it has 1,000
-// left, not 2,000. Limiter.WithLimits decides under such a policy. Each
-// limit is checked as NewPolicy checks its rate's (errors wrap
-// ErrInvalidPolicy); a count of limits other than NumRates is an error.
-func (p *Policy) WithLimits(limits ...int64) (*Policy, error) {
-	if err := p.check(); err != nil {
-		return nil, err
-	}
-	if len(limits) != len(p.rates) {
-		return nil, fmt.Errorf("%w: policy %q has %d rates, given %d limits", ErrInvalidPolicy, p.name, len(p.rates), len(limits))
-	}
-	q := &Policy{name: p.name, rates: append([]Rate(nil), p.rates...), spans: append([]span(nil), p.spans...),
-		id: p.id, tag: p.tag, uid: p.uid, unit: p.unit}
-	for i, limit := range limits {
-		q.rates[i].Limit = limit
-		if err := q.rates[i].validate(); err != nil {
-			return nil, fmt.Errorf("%w: policy %q rate #%d (%v): %v", ErrInvalidPolicy, p.name, i+1, q.rates[i], err)
-		}
-		q.spans[i].perUnit = maxSpent / float64(limit)
-	}
-	return q, nil
-}
-
 // MustPolicy is NewPolicy that panics on error, for policies fixed in code.
 func MustPolicy(name string, rates ...Rate) *Policy {
 	p, err := NewPolicy(name, rates...)
@@ -270,18 +243,12 @@ func (p *Policy) Rate(i int) Rate { return p.rates[i] }
 // or period@zone for a calendar rate: "plan:month@Europe/Paris:60000"),
 // and no limit. Stores name a key's counters by the name and each
 // window, so two plans in two zones never share counters, and policies
-// of one ID (WithLimits) share them whatever their limits.
+// of one ID (a Plan's, Limiter.For) share them whatever their limits.
 func (p *Policy) ID() string { return p.id }
 
-// SameUsage reports whether p and q count into the same counters: the
-// same ID, whatever their limits (WithLimits).
-func (p *Policy) SameUsage(q *Policy) bool { return p != nil && q != nil && p.uid == q.uid }
-
-// UsageID returns the policy's ID, interned: policies of one ID
-// (WithLimits') return equal handles, compared as cheaply as pointers,
-// for stores that key state of their own (a cache, a lease) by the usage
-// it describes rather than by the policy value.
-func (p *Policy) UsageID() unique.Handle[string] { return p.uid }
+// sameUsage reports whether p and q count into the same counters: the
+// same ID, whatever their limits (For).
+func (p *Policy) sameUsage(q *Policy) bool { return p != nil && q != nil && p.uid == q.uid }
 
 // String returns a readable form, such as "api: 100/1m0s + 5/1s" or
 // "plan: 1000000/month@Europe/Paris + 600/1m0s".

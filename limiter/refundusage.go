@@ -7,7 +7,7 @@ import (
 
 // RefundUsage returns cost to the windows u describes, a usage of key
 // that l's Usage read (or that of a limiter of the same policy name and
-// windows, such as one WithLimits returned), while each is still
+// windows, such as one For returned), while each is still
 // current, never below zero: a refund a person decides on, such as
 // support giving a customer back what a faulty request cost them, where
 // Refund returns what one admission charged. It reads the clock once, as
@@ -27,7 +27,7 @@ func (l *Limiter) RefundUsage(ctx context.Context, key string, cost int64, u Usa
 	if u.Policy == nil {
 		return fmt.Errorf("%w: refund of a usage of no policy (the zero Usage)", ErrInvalidPolicy)
 	}
-	if !l.policy.SameUsage(u.Policy) {
+	if !l.policy.sameUsage(u.Policy) {
 		return fmt.Errorf("%w: refund of a usage of policy %q, not %q", ErrInvalidPolicy, u.Policy.Name(), l.policy.name)
 	}
 	// The windows u shows, as an admission decided at u.At would name

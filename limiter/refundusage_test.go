@@ -67,13 +67,13 @@ func TestRefundUsage(t *testing.T) {
 }
 
 // TestRefundUsageOfAnotherPlan: a usage read under other limits of the
-// same usage (WithLimits) refunds the counts both share.
+// same usage (For) refunds the counts both share.
 func TestRefundUsageOfAnotherPlan(t *testing.T) {
 	ctx := context.Background()
 	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 0, 0, time.UTC))
 	l := limiter.MustNew(limiter.MustPolicy("plan", limiter.PerHour(3)), limiter.WithClock(clk))
 	defer l.Close()
-	pro, err := l.WithLimits(10)
+	pro, err := l.For(planOf("plan-10", l.Policy().Name(), 10), "")
 	if err != nil {
 		t.Fatal(err)
 	}

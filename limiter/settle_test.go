@@ -26,7 +26,7 @@ func used(t *testing.T, l *limiter.Limiter, key string) []int64 {
 
 // A request reserved at 1 and settled at 500 leaves a count of 500; one
 // settled past the limit puts the key in debt, refused until the window
-// holding the debt ends, then admitted; a second settle changes nothing.
+// holding the debt ends, then admitted.
 func TestSettle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -34,26 +34,20 @@ func TestSettle(t *testing.T) {
 	l := limiter.MustNew(limiter.MustPolicy("tokens", limiter.PerMinute(1000), limiter.PerHour(5000)).MustUnit("acme-tokens"), limiter.WithClock(clk))
 	defer l.Close()
 
-	r, err := l.Reserve(ctx, "acme", 1)
-	if err != nil || !r.Allowed || r.Reserved() != 1 {
-		t.Fatalf("Reserve: %+v, %v", r, err)
+	r, err := l.Allow(ctx, "acme", 1)
+	if err != nil || !r.Allowed {
+		t.Fatalf("reserve 1: %+v, %v", r, err)
 	}
-	if err := r.Settle(ctx, 500); err != nil {
+	if err := l.Settle(ctx, "acme", 1, 500, r); err != nil {
 		t.Fatal(err)
 	}
 	if got := used(t, l, "acme"); got[0] != 500 || got[1] != 500 {
 		t.Fatalf("reserved 1, settled 500: used %v, want 500 in each window", got)
 	}
-	if err := r.Settle(ctx, 900); !errors.Is(err, limiter.ErrSettled) {
-		t.Fatalf("a second settle: %v, want ErrSettled", err)
-	}
-	if got := used(t, l, "acme"); got[0] != 500 {
-		t.Fatalf("after a second settle: used %v, want 500 still", got)
-	}
 
 	// Past the limit: 500 + 1 reserved, settled at 800: 1300 of 1000.
-	r, _ = l.Reserve(ctx, "acme", 1)
-	if err := r.Settle(ctx, 800); err != nil {
+	r, _ = l.Allow(ctx, "acme", 1)
+	if err := l.Settle(ctx, "acme", 1, 800, r); err != nil {
 		t.Fatal(err)
 	}
 	d, err := l.Allow(ctx, "acme", 1)
@@ -99,12 +93,12 @@ func TestSettleAcrossABoundary(t *testing.T) {
 			clk := limitertest.New(start)
 			l := limiter.MustNew(limiter.MustPolicy("tokens", limiter.PerMinute(1000), limiter.PerHour(5000)), limiter.WithClock(clk))
 			defer l.Close()
-			r, err := l.Reserve(ctx, "acme", tt.reserved)
+			r, err := l.Allow(ctx, "acme", tt.reserved)
 			if err != nil || !r.Allowed {
 				t.Fatal(r, err)
 			}
 			clk.Advance(tt.after)
-			if err := r.Settle(ctx, tt.actual); err != nil {
+			if err := l.Settle(ctx, "acme", tt.reserved, tt.actual, r); err != nil {
 				t.Fatal(err)
 			}
 			if got := used(t, l, "acme"); got[0] != tt.minute || got[1] != tt.hour {
@@ -122,29 +116,34 @@ func TestSettleBadInput(t *testing.T) {
 	ctx := context.Background()
 	l := limiter.MustNew(limiter.MustPolicy("tokens", limiter.PerMinute(10)))
 	defer l.Close()
-	r, _ := l.Reserve(ctx, "acme", 5)
+	r, _ := l.Allow(ctx, "acme", 5)
 	for _, actual := range []int64{-1, limiter.MaxLimit + 1} {
-		if err := r.Settle(ctx, actual); !errors.Is(err, limiter.ErrInvalidCost) {
-			t.Fatalf("Settle(%d): %v, want ErrInvalidCost", actual, err)
-		}
-		if err := l.Settle(ctx, "acme", 5, actual, r.Decision); !errors.Is(err, limiter.ErrInvalidCost) {
+		if err := l.Settle(ctx, "acme", 5, actual, r); !errors.Is(err, limiter.ErrInvalidCost) {
 			t.Fatalf("Limiter.Settle(%d): %v, want ErrInvalidCost", actual, err)
 		}
+	}
+	for _, reserved := range []int64{0, -1} {
+		if err := l.Settle(ctx, "acme", reserved, 2, r); !errors.Is(err, limiter.ErrInvalidCost) {
+			t.Fatalf("Limiter.Settle(reserved %d): %v, want ErrInvalidCost", reserved, err)
+		}
+	}
+	if err := l.Settle(ctx, "", 5, 2, r); !errors.Is(err, limiter.ErrInvalidKey) {
+		t.Fatalf("Limiter.Settle of no key: %v, want ErrInvalidKey", err)
 	}
 	if got := used(t, l, "acme"); got[0] != 5 {
 		t.Fatalf("after bad settles: used %v, want the 5 reserved", got)
 	}
-	if err := r.Settle(ctx, 2); err != nil {
+	if err := l.Settle(ctx, "acme", 5, 2, r); err != nil {
 		t.Fatalf("a good settle after bad ones: %v", err)
 	}
 	if got := used(t, l, "acme"); got[0] != 2 {
 		t.Fatalf("settled at 2: used %v", got)
 	}
-	refused, _ := l.Reserve(ctx, "acme", 9)
+	refused, _ := l.Allow(ctx, "acme", 9)
 	if refused.Allowed {
 		t.Fatal("9 more of 10 with 2 used: admitted")
 	}
-	if err := refused.Settle(ctx, 9); err != nil {
+	if err := l.Settle(ctx, "acme", 9, 9, refused); err != nil {
 		t.Fatalf("settling a refusal: %v, want nil", err)
 	}
 	if got := used(t, l, "acme"); got[0] != 2 {
@@ -155,6 +154,13 @@ func TestSettleBadInput(t *testing.T) {
 	d, _ := plain.Allow(ctx, "k", 1)
 	if err := plain.Settle(ctx, "k", 1, 3, d); !errors.Is(err, limiter.ErrInvalidOption) {
 		t.Fatalf("Settle on a store that is no Settler: %v, want ErrInvalidOption", err)
+	}
+	// Reported before anything else, so that a door can ask with no key.
+	if err := plain.Settle(ctx, "", 0, 0, limiter.Decision{}); !errors.Is(err, limiter.ErrInvalidOption) {
+		t.Fatalf("Settle with no arguments on a store that is no Settler: %v, want ErrInvalidOption", err)
+	}
+	if err := l.Settle(ctx, "", 0, 0, limiter.Decision{}); errors.Is(err, limiter.ErrInvalidOption) {
+		t.Fatalf("Settle with no arguments on a Settler: %v, want no ErrInvalidOption", err)
 	}
 }
 
@@ -183,22 +189,22 @@ func TestPolicyUnits(t *testing.T) {
 }
 
 // A settle the limiter knows it did not apply (a context already done, a
-// closed limiter) leaves the reservation to settle.
-func TestReservationSettleRetriedAfterAnError(t *testing.T) {
+// closed limiter) charged nothing: the admission may be settled again.
+func TestSettleRetriedAfterAnError(t *testing.T) {
 	t.Parallel()
 	clk := limitertest.New(time.Date(2026, 12, 3, 10, 0, 10, 0, time.UTC))
 	l := limiter.MustNew(limiter.MustPolicy("tokens", limiter.PerMinute(1000)).MustUnit("acme-tokens"), limiter.WithClock(clk))
 	defer l.Close()
-	r, err := l.Reserve(context.Background(), "acme", 500)
+	r, err := l.Allow(context.Background(), "acme", 500)
 	if err != nil || !r.Allowed {
 		t.Fatal(r, err)
 	}
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := r.Settle(done, 10); !errors.Is(err, context.Canceled) {
+	if err := l.Settle(done, "acme", 500, 10, r); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Settle under a done context: %v, want context.Canceled", err)
 	}
-	if err := r.Settle(context.Background(), 10); err != nil {
+	if err := l.Settle(context.Background(), "acme", 500, 10, r); err != nil {
 		t.Fatalf("Settle again: %v, want it applied", err)
 	}
 	if got := used(t, l, "acme"); got[0] != 10 {

@@ -28,16 +28,16 @@ type SlotStore interface {
 	// say whether a slot was taken: a store across a network may take it
 	// and lose the reply, and must then let it go by itself (the Redis
 	// store releases it in the background, or its lease ends).
+	//
+	// With req.Peek it takes no slot and renews none: it answers how
+	// many slots req.Key holds now (Held; Acquired false). A key whose
+	// slots the store cannot read (a foreign value under it) reads as
+	// req.Max, as a take refuses it.
 	AcquireSlot(ctx context.Context, req SlotRequest) (Slot, error)
 	// ReleaseSlot gives back s, a slot AcquireSlot granted for req. It
 	// is applied at most once per slot, and its error (the store could
 	// not be reached) leaves the store to let the slot go by itself.
 	ReleaseSlot(ctx context.Context, req SlotRequest, s Slot) error
-	// HeldSlots returns how many slots req.Key holds under req.Policy
-	// now, taking none and renewing none (req.Max is not used). A key
-	// whose slots the store cannot read (a foreign value under it) reads
-	// as req.Max, as AcquireSlot refuses it.
-	HeldSlots(ctx context.Context, req SlotRequest) (int64, error)
 }
 
 // A SlotRequest asks a SlotStore about one key's slots.
@@ -54,6 +54,8 @@ type SlotRequest struct {
 	// Lease is how long a slot outlives a holder that died holding it,
 	// for stores shared across processes; ≥ 1s.
 	Lease time.Duration
+	// Peek asks how many slots Key holds, taking none (InFlight.Usage).
+	Peek bool
 }
 
 // A Slot is a SlotStore's answer to AcquireSlot.

@@ -49,7 +49,7 @@ var ErrUncounted = errors.New("limiter: usage unknown: the store answered withou
 
 // Usage returns what key has used of each window of l's policy, read
 // from the store without charging anything (one Peek), under l's limits:
-// a limiter WithLimits returned reads the same counts against its own
+// a limiter For returned reads the same counts against its own
 // limits. A key never seen has used nothing. Errors are Peek's, and
 // ErrUncounted for a store that answered without reading its counts.
 //
@@ -69,15 +69,15 @@ func (l *Limiter) Usage(ctx context.Context, key string) (Usage, error) {
 			d.remaining[i]++
 		}
 	}
-	return d.Usage(), nil
+	return d.usage(), nil
 }
 
-// Usage returns the windows as d left them: every window of its policy
+// usage returns the windows as d left them: every window of its policy
 // for a decision Decide made (an admission's cost counted as used, a
 // refusal's not), and for one made otherwise (a custom Limiter's) its
 // deciding window alone, from its fields. A cap's decision (InFlight)
 // reads as its slots held.
-func (d *Decision) Usage() Usage {
+func (d *Decision) usage() Usage {
 	u := Usage{Policy: d.Policy, At: d.DecidedAt()}
 	if m := d.Policy.MaxInFlight(); m > 0 {
 		u.Held = d.Limit - d.Remaining
@@ -86,7 +86,7 @@ func (d *Decision) Usage() Usage {
 	n := d.NumWindows()
 	if n == 0 {
 		ws := WindowStatus{Limit: d.Limit, Used: max(0, d.Limit-d.Remaining), Remaining: d.Remaining, Window: d.Window,
-			Name: d.Window.String(), resetMs: d.ResetAt.UnixMilli()}
+			Name: d.Window.String(), ResetAt: d.ResetAt}
 		u.Windows = []WindowStatus{ws}
 		return u
 	}
@@ -135,7 +135,7 @@ func (u Usage) MarshalJSON() ([]byte, error) {
 	for _, w := range u.Windows {
 		j.Windows = append(j.Windows, jsonWindow{
 			Window: w.Name, Limit: w.Limit, Used: w.Used, Remaining: w.Remaining,
-			Reset: w.ResetAt().UTC().Format(jsonTime), WindowSeconds: int64(w.Window / time.Second),
+			Reset: w.ResetAt.UTC().Format(jsonTime), WindowSeconds: int64(w.Window / time.Second),
 		})
 	}
 	return json.Marshal(j)

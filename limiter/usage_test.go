@@ -63,24 +63,6 @@ func TestUsageEveryWindow(t *testing.T) {
 	}
 }
 
-// Decision.Usage describes the windows as the decision left them, for a
-// handler that has DecisionFrom's decision; a custom decision describes
-// its one window.
-func TestDecisionUsage(t *testing.T) {
-	t.Parallel()
-	p := limiter.MustPolicy("api", limiter.PerHour(100), limiter.PerMinute(10))
-	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
-	_, d := limiter.Decide(p, [limiter.MaxWindows]limiter.State{{Window: 0, Count: 0}}, at, 4)
-	u := d.Usage()
-	if len(u.Windows) != 2 || u.Windows[0].Used != 4 || u.Windows[0].Remaining != 96 || u.Windows[1].Used != 4 || u.Windows[1].Remaining != 6 {
-		t.Fatalf("usage of an admission of 4: %+v", u.Windows)
-	}
-	custom := limiter.Decision{Allowed: true, Limit: 50, Remaining: 20, Window: time.Minute, ResetAt: at.Add(time.Minute), Policy: p}
-	if u := custom.Usage(); len(u.Windows) != 1 || u.Windows[0].Used != 30 || u.Windows[0].Remaining != 20 || !u.Windows[0].ResetAt().Equal(at.Add(time.Minute)) {
-		t.Fatalf("a custom decision's usage: %+v", u.Windows)
-	}
-}
-
 // A store that answered without counting (failing open) has no usage to
 // tell: ErrUncounted, not a usage of nothing.
 func TestUsageUncounted(t *testing.T) {

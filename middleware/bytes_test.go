@@ -27,7 +27,7 @@ func newBytesLimiter(t *testing.T, clk limiter.Clock, perMinute int64) *limiter.
 }
 
 // settledOnce is an observer that signals each Settled event.
-func settledOnce() (middleware.Observer, <-chan middleware.Event) {
+func settledOnce() (func(middleware.Event), <-chan middleware.Event) {
 	ch := make(chan middleware.Event, 8)
 	return func(e middleware.Event) {
 		if e.Outcome == middleware.Settled {

@@ -63,7 +63,6 @@ func TestInFlightAloneOnARoute(t *testing.T) {
 	for _, opt := range []middleware.Option{
 		middleware.WithLimiter(newLimiter(t, newFakeClock(t0), "x", limiter.PerMinute(1)), nil),
 		middleware.WithCost(func(*http.Request) int64 { return 2 }),
-		middleware.WithResolver(func(*http.Request) middleware.Limiter { return nil }),
 		middleware.WithCountIf(func(int) bool { return true }),
 	} {
 		if _, err := middleware.InFlight(f, opt); !errors.Is(err, middleware.ErrInvalidOption) {

@@ -217,22 +217,6 @@ func TestCountIfOptionErrors(t *testing.T) {
 	}
 }
 
-// A limiter a resolver returns may be no Refunder: it stays charged, and
-// the observer hears of it.
-func TestCountIfResolvedLimiterWithoutRefund(t *testing.T) {
-	real := newLimiter(t, newFakeClock(t0), "api", limiter.PerMinute(5))
-	stub := &stubLimiter{policy: limiter.MustPolicy("custom", limiter.PerMinute(5)),
-		d: limiter.Decision{Allowed: true, Limit: 5, Remaining: 4, ResetAt: t0.Add(time.Minute), Window: time.Minute}}
-	rec := &recorder{}
-	h := newMiddleware(t, real, middleware.WithCountIf(failures), middleware.WithObserver(rec.observe),
-		middleware.WithResolver(func(*http.Request) middleware.Limiter { return stub }))(login)
-	call(h, "192.0.2.1:1")
-	last := rec.events[len(rec.events)-1]
-	if last.Outcome != middleware.Refunded || last.Err == nil {
-		t.Fatalf("last event %+v, want a Refunded with an error", last)
-	}
-}
-
 // The ResponseWriter the handler gets keeps the server's: Flush and
 // Hijack by assertion and through http.ResponseController, deadlines by
 // Unwrap.

@@ -14,8 +14,9 @@ var (
 	ErrInvalidOption = errors.New("middleware: invalid option")
 	// ErrMisconfigured reports, in the error an observer and the error
 	// handler get, a request that met a setting the server got wrong
-	// and that no constructor could see: a resolver (WithResolver) that
-	// returned a typed nil limiter. Such a request is answered 500 and
+	// and that no constructor could see: a plan (WithPlans) that cannot
+	// apply (none, limits that do not fit a policy, an unknown zone).
+	// Such a request is answered 500 and
 	// reported as Misconfigured, never a panic. A handler's Report in a
 	// unit no limit around it counts (a misspelt "acme-tokenz") is
 	// reported so too. (A key function installed where it cannot work

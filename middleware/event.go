@@ -11,7 +11,7 @@ import (
 // Outcome is none of them; its String is "unknown".
 type Outcome uint8
 
-// The outcomes an Observer sees.
+// The outcomes an observer (WithObserver) sees.
 const (
 	// Allowed: the limiter admitted the request.
 	Allowed Outcome = iota + 1
@@ -96,7 +96,8 @@ func (o Outcome) String() string {
 	return "unknown"
 }
 
-// An Event describes one decision, error or key failure, for an Observer.
+// An Event describes one decision, error or key failure, for an observer
+// (WithObserver).
 // A middleware with several limiters reports one event per limiter it
 // asked. The zero Event describes nothing.
 type Event struct {
@@ -133,7 +134,3 @@ type Event struct {
 	// actual cost for Settled; zero otherwise.
 	Cost int64
 }
-
-// An Observer is told of every event, synchronously, on the request's
-// goroutine: it must be fast and safe for concurrent use.
-type Observer func(Event)

@@ -122,30 +122,27 @@ func ExampleWithShadow() {
 	// would have refused: 1
 }
 
-// Plan tiers: the resolver picks the limiter from the authenticated user's
-// plan; here a header stands in for the authentication.
-func ExampleWithResolver() {
-	free, err := limiter.New(limiter.MustPolicy("free", limiter.PerMinute(100)), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
+// Plan tiers: the lookup picks the plan from the authenticated user;
+// here a header stands in for the authentication.
+func ExampleWithPlans() {
+	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(100)), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer free.Close()
-	paid, err := limiter.New(limiter.MustPolicy("paid", limiter.PerMinute(10_000)), limiter.WithClock(limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer paid.Close()
+	defer l.Close()
+	free := &limiter.Plan{Name: "free"} // the policy's own 100 a minute
+	paid := &limiter.Plan{Name: "paid", Limits: map[string][]int64{"api": {10_000}}}
 	user, err := keyfunc.Header("X-User")
 	if err != nil {
 		log.Fatal(err)
 	}
-	plan := func(r *http.Request) middleware.Limiter {
+	plan := func(r *http.Request) (*limiter.Plan, string, error) {
 		if r.Header.Get("X-User") == "paying-customer" {
-			return paid
+			return paid, "", nil
 		}
-		return nil // the limiter given to New
+		return free, "", nil
 	}
-	mw, err := middleware.New(free, middleware.WithKey(user), middleware.WithResolver(plan))
+	mw, err := middleware.New(l, middleware.WithKey(user), middleware.WithPlans(plan))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func (s *stubLimiter) calls() int {
 	return len(s.keys)
 }
 
-// recorder is an Observer that keeps every event.
+// recorder is an observer that keeps every event.
 type recorder struct {
 	mu     sync.Mutex
 	events []middleware.Event

@@ -1,9 +1,6 @@
 package middleware
 
 import (
-	"net/http"
-
-	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/internal/verdict"
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -24,7 +21,3 @@ type capRule struct {
 // state, linked to the outer ones'. The slots themselves are given back
 // through the request's verdict.Life, which holds the release funcs.
 type heldCaps = verdict.CapsList
-
-// writeCaps adds every cap of hc and the middlewares around it to the
-// draft headers, the outermost first.
-func writeCaps(hw *headers.Writer, h http.Header, hc *heldCaps) { verdict.WriteCaps(hw, h, hc) }

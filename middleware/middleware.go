@@ -36,19 +36,10 @@ type Limiter interface {
 	Policy() *limiter.Policy
 }
 
-// A Refunder is a Limiter that can return a charge, as *limiter.Limiter
-// can: WithCountIf needs every limiter of the middleware to be one.
-type Refunder interface {
-	// Refund returns cost to the windows d charged for key, while each
-	// is still current and never below zero, as
-	// limiter.Limiter.Refund does.
-	Refund(ctx context.Context, key string, cost int64, d limiter.Decision) error
-}
-
 var (
-	_ Limiter         = (*limiter.Limiter)(nil)
-	_ verdict.Clocked = (*limiter.Limiter)(nil)
-	_ Refunder        = (*limiter.Limiter)(nil)
+	_ Limiter          = (*limiter.Limiter)(nil)
+	_ verdict.Clocked  = (*limiter.Limiter)(nil)
+	_ verdict.Refunder = (*limiter.Limiter)(nil)
 )
 
 // maxLimiters is the most limiters one middleware applies: the one given
@@ -95,8 +86,8 @@ func New(l Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
 // inner middleware does. Its slots join the headers of the middlewares
 // around it (the draft fields list them); alone, with the draft fields
 // on, it writes its own. Options that concern rates do not apply and are
-// errors: WithLimiter, WithCost, WithResolver, WithCountIf. More caps:
-// WithInFlight.
+// errors: WithLimiter, WithCost, WithCountIf. More caps: WithInFlight;
+// a cap per plan: WithPlans.
 func InFlight(f *limiter.InFlight, opts ...Option) (func(http.Handler) http.Handler, error) {
 	if f == nil {
 		return nil, fmt.Errorf("%w: InFlight: InFlight is nil", ErrInvalidOption)
@@ -140,7 +131,7 @@ func build(l Limiter, opts []Option) (func(http.Handler) http.Handler, error) {
 	}
 	c.limits = verdict.Limits{Shadow: c.shadow, FailOpen: c.failOpen, Refunds: c.countIf != nil || len(c.caps) > 0}
 	for _, cr := range c.caps {
-		c.limits.Caps = append(c.limits.Caps, cr.f)
+		c.capLimits = append(c.capLimits, cr.f)
 	}
 	for i := range c.rules {
 		m := c.rules[i].rule.Meter // WithReported's, WithBytes'
@@ -153,7 +144,7 @@ func build(l Limiter, opts []Option) (func(http.Handler) http.Handler, error) {
 		c.shared = append(c.shared, c.rules[i].rule)
 	}
 	for i := range c.rules {
-		if _, ok := c.rules[i].lim.(Refunder); !ok && (c.limits.Refunds || c.limits.Settles) {
+		if _, ok := c.rules[i].lim.(verdict.Refunder); !ok && (c.limits.Refunds || c.limits.Settles) {
 			why := "WithCountIf"
 			switch {
 			case c.limits.Settles:
@@ -163,6 +154,13 @@ func build(l Limiter, opts []Option) (func(http.Handler) http.Handler, error) {
 			}
 			return nil, fmt.Errorf("%w: %s: limiter %d (policy %q) has no Refund method", ErrInvalidOption, why, i, c.rules[i].lim.Policy().Name())
 		}
+	}
+	if c.lookup != nil {
+		p, err := verdict.NewPlans("WithPlans", c.shared, c.capLimits)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+		}
+		c.plans = p
 	}
 	if c.headers == nil {
 		w, err := headers.New()
@@ -256,9 +254,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // identify resolves every key of the request, the rules' then the caps',
-// its cost and, with WithResolver, the limiter of its first rule; false
-// when it has answered the request: a key that could not be resolved, a
-// resolver's limiter that cannot be asked.
+// its cost and, with WithPlans, the limits of its plan; false when it
+// has answered the request: a key that could not be resolved, a plan
+// that cannot apply.
 func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Life) bool {
 	c := h.cfg
 	l.Ctx = r.Context()
@@ -273,7 +271,7 @@ func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Li
 		}
 		l.Keys[i] = k
 	}
-	l.Rules = c.shared
+	l.Rules, l.Caps = c.shared, c.capLimits
 	own := "" // the middleware's key, resolved once for the caps that have none
 	for i := range c.caps {
 		var (
@@ -310,17 +308,8 @@ func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Li
 		}
 		return 0, false
 	})
-	if c.resolve != nil && len(l.Rules) > 0 {
-		if rl := c.resolve(r); rl != nil {
-			if u, ok := rl.(*verdict.Unavailable); ok {
-				rl = u.For(c.rules[0].lim.Policy()) // decided as a store that failed
-			}
-			if err := verdict.Check(rl); err != nil {
-				h.resolverFailed(w, r, l.Keys[0], err)
-				return false
-			}
-			l.First = verdict.NewRule(rl)
-		}
+	if c.plans != nil && !h.plan(w, r, l) {
+		return false
 	}
 	if c.observe != nil {
 		l.Observe = func(e verdict.Event) {
@@ -379,7 +368,8 @@ type deniedAnswer struct {
 // holds it now: the most restrictive decision of every middleware (with,
 // for a metered request, t its innermost tally, the decisions held there
 // read at the cost reported so far), when the doors keep them every
-// decision (each Reported one read so too), and the caps' slots.
+// decision (each Reported one read so too), and the caps' slots (draft
+// fields alone describe those).
 func (c *config) answer(h http.Header, st *state, t *verdict.Tally) {
 	if !c.limits.Every {
 		var best limiter.Decision
@@ -392,10 +382,7 @@ func (c *config) answer(h http.Header, st *state, t *verdict.Tally) {
 	} else {
 		var room [verdict.MaxPolicies]limiter.Decision
 		best, all, n := st.v.Describe(&room)
-		c.headers.Write(h, &best, all[:n]...)
-	}
-	if st.caps != nil {
-		writeCaps(c.headers, h, st.caps)
+		verdict.WriteAll(c.headers, h, &best, all[:n], st.caps)
 	}
 }
 
@@ -427,7 +414,7 @@ func (h *handler) describe(w http.ResponseWriter, r *http.Request, l *verdict.Li
 			c.answer(w.Header(), st, nil)
 			return r, nil, nil
 		}
-		writeCaps(c.headers, w.Header(), held)
+		verdict.WriteAll(c.headers, w.Header(), nil, nil, held)
 		return r, nil, nil
 	}
 	var (
@@ -565,19 +552,33 @@ func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, p *limiter.P
 	answer(w, r, err)
 }
 
-// resolverFailed answers a request whose resolver (WithResolver)
-// returned a limiter that cannot be asked, a typed nil say (a missed map
-// lookup of *limiter.Limiter values): the server's mistake, reported as
-// Misconfigured with an error wrapping ErrMisconfigured and answered by
-// the error handler (500), never a panic.
-func (h *handler) resolverFailed(w http.ResponseWriter, r *http.Request, key string, why error) {
+// plan sets the request's rates and caps to its plan's (WithPlans);
+// false when it has answered the request. A lookup that failed leaves
+// the request to the failure policy, its rates failing with the
+// lookup's error; a plan that cannot apply (none, limits that do not fit,
+// an unknown zone) is the server's mistake, reported as Misconfigured
+// with an error wrapping ErrMisconfigured and answered by the error
+// handler (500).
+func (h *handler) plan(w http.ResponseWriter, r *http.Request, l *verdict.Life) bool {
 	c := h.cfg
-	err := fmt.Errorf("%w: WithResolver returned a limiter that cannot be asked: %v", ErrMisconfigured, why)
-	if c.observe != nil {
-		c.observe(Event{Request: r, Key: key, Policy: c.rules[0].lim.Policy(), Outcome: Misconfigured, Err: err})
+	plan, zone, err := c.lookup(r)
+	if err != nil {
+		res := c.plans.Failing(err, &l.Keys, l.CapKeys[0])
+		l.Rules, l.Caps = res.Rules, res.Caps
+		return true
 	}
-	verdict.Unserved(r.Context())
-	c.onError(w, r, err)
+	res, err := c.plans.Resolve(plan, zone)
+	if err != nil {
+		err = fmt.Errorf("%w: WithPlans: %w", ErrMisconfigured, err)
+		if c.observe != nil {
+			c.observe(Event{Request: r, Key: l.Keys[0], Policy: c.plans.Policy(), Outcome: Misconfigured, Err: err})
+		}
+		verdict.Unserved(r.Context())
+		c.onError(w, r, err)
+		return false
+	}
+	l.Rules, l.Caps = res.Rules, res.Caps
+	return true
 }
 
 // internalError is the default error handler (WithErrorHandler): the error's text may name

@@ -258,30 +258,30 @@ func TestCostIsPassedToTheLimiter(t *testing.T) {
 	}
 }
 
-func TestResolverChoosesThePlan(t *testing.T) {
+func TestPlansChooseTheLimits(t *testing.T) {
 	clk := newFakeClock(t0)
-	free := newLimiter(t, clk, "free", limiter.PerMinute(2))
-	paid := newLimiter(t, clk, "paid", limiter.PerMinute(5))
-	plan := func(r *http.Request) middleware.Limiter {
+	api := newLimiter(t, clk, "api", limiter.PerMinute(2))
+	free, paid := &limiter.Plan{Name: "free"}, &limiter.Plan{Name: "paid", Limits: map[string][]int64{"api": {5}}}
+	plan := func(r *http.Request) (*limiter.Plan, string, error) {
 		if r.Header.Get("X-Plan") == "paid" {
-			return paid
+			return paid, "", nil
 		}
-		return nil // New's limiter: free
+		return free, "", nil
 	}
 	user, err := keyfunc.Header("X-User")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	h := newMiddleware(t, free, middleware.WithKey(user), middleware.WithResolver(plan), middleware.WithObserver(rec.observe))(&okHandler{})
+	h := newMiddleware(t, api, middleware.WithKey(user), middleware.WithPlans(plan), middleware.WithObserver(rec.observe))(&okHandler{})
 	tests := []struct {
 		name, user, plan string
 		wantAllowed      int
 		wantLimit        string
 		wantPolicy       string
 	}{
-		{"free_user_gets_2", "ann", "", 2, "2", "free"},
-		{"paid_user_gets_5", "bob", "paid", 5, "5", "paid"},
+		{"free_user_gets_2", "ann", "", 2, "2", "api"},
+		{"paid_user_gets_5", "bob", "paid", 5, "5", "api"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,11 +22,13 @@ type config struct {
 	key        keyfunc.Func
 	extra      []rule
 	rules      []rule
-	shared     []verdict.Rule // rules' limiters, as verdict.Life asks them
-	caps       []capRule      // WithInFlight
+	shared     []verdict.Rule      // rules' limiters, as verdict.Life asks them
+	caps       []capRule           // WithInFlight
+	capLimits  []*limiter.InFlight // caps' limiters, as verdict.Life asks them
 	limits     verdict.Limits
 	cost       func(*http.Request) int64
-	resolve    func(*http.Request) Limiter
+	lookup     func(*http.Request) (*limiter.Plan, string, error) // WithPlans
+	plans      *verdict.Plans                                     // the limits of lookup's plans
 	exempt     func(*http.Request) bool
 	denied     func(http.ResponseWriter, *http.Request, *limiter.Decision)
 	deny       func(http.ResponseWriter, *http.Request, *limiter.Decision, ...*limiter.Decision) // denied, or the default, after the headers
@@ -35,7 +37,7 @@ type config struct {
 	onKeyError func(http.ResponseWriter, *http.Request, error)
 	failOpen   bool
 	shadow     bool
-	observe    Observer
+	observe    func(Event)
 	headers    *headers.Writer
 	given      given // the options given, for New to check
 	capsOnly   bool  // InFlight: no rate
@@ -49,7 +51,7 @@ type given uint16
 const (
 	givenKey given = 1 << iota
 	givenCost
-	givenResolver
+	givenPlans
 	givenExempt
 	givenDenied
 	givenOnError
@@ -69,7 +71,7 @@ func (c *config) check() error {
 	}{
 		{givenKey, c.key == nil, "WithKey", "key function"},
 		{givenCost, c.cost == nil, "WithCost", "cost function"},
-		{givenResolver, c.resolve == nil, "WithResolver", "resolver"},
+		{givenPlans, c.lookup == nil, "WithPlans", "lookup"},
 		{givenExempt, c.exempt == nil, "WithExempt", "exempt predicate"},
 		{givenDenied, c.denied == nil, "WithDeniedHandler", "handler"},
 		{givenOnError, c.onError == nil, "WithErrorHandler", "handler"},
@@ -105,7 +107,7 @@ func (c *config) check() error {
 			name  string
 		}{
 			{len(c.extra) > 0, optionOf(c.extra)}, {c.given&givenCost != 0, "WithCost"},
-			{c.given&givenResolver != 0, "WithResolver"}, {c.given&givenCountIf != 0, "WithCountIf"},
+			{c.given&givenCountIf != 0, "WithCountIf"},
 		} {
 			if o.given {
 				return fmt.Errorf("%w: %s does not apply to InFlight, which applies no rate: use New", ErrInvalidOption, o.name)
@@ -165,10 +167,9 @@ func WithLimiter(l Limiter, key keyfunc.Func) Option {
 // Retry-After (the time its slots were held on average lately, at least
 // 1s: see limiter.InFlight), and charges nothing: every rate that
 // admitted it is refunded (limiter.Limiter.Refund), and every slot taken
-// for it given back. So every limiter of the middleware must be a
-// Refunder (*limiter.Limiter is): New refuses the option otherwise. A
-// limiter that WithResolver returns and that cannot refund stays charged,
-// and the observer is told (Refunded, with an error). A cap that cannot
+// for it given back. So every limiter of the middleware must have a
+// Refund method, as *limiter.Limiter has: New refuses the option
+// otherwise. A cap that cannot
 // decide (its store failing) is answered as a limiter's error, with the
 // rates charged, or passed over with WithFailOpen; under WithShadow a
 // cap's refusal lets the request through without a slot, its rates
@@ -247,26 +248,44 @@ func WithCost(f func(r *http.Request) int64) Option {
 	return func(c *config) { c.cost, c.given = f, c.given|givenCost }
 }
 
-// WithResolver chooses, per request, the limiter that applies in place of
-// the one given to New: plan tiers, typically, from the authenticated
-// principal (free 100 per minute, paid 10,000). A nil result means New's
-// limiter. For plans over one usage, so that a customer moved to another
-// plan keeps what they used, return limiters of New's limiter's
-// WithLimits (the plan's limits, looked up per request: WithLimits
-// returns the same limiter for the same limits). Limiters of other
-// policy names count apart. A typed nil result (a *limiter.Limiter left
-// nil by a missed map lookup) is the server's mistake: answered by the
-// error handler (500) and reported as Misconfigured, with an error
-// wrapping ErrMisconfigured. Limiters added with WithLimiter are not
-// resolved.
+// WithPlans chooses every limit of the middleware per request from the
+// customer's plan: lookup(r) returns the request's plan (a
+// limiter.Plan, declared once) and the zone its calendar rates count in
+// (a tz database name, "Asia/Kolkata"; "" for the policies' own), from
+// whatever the service knows of the customer (an authenticated
+// principal, a tenant header). Every rate (New's, WithLimiter's,
+// WithReported's, WithBytes') then applies the plan's limits for its
+// policy, and every cap (WithInFlight) the plan's maximum for it: the
+// same limiters, through limiter.Limiter.For and limiter.InFlight.For,
+// so that a customer moved to another plan keeps the usage of every unit
+// and the slots they hold. A policy or cap the plan does not name keeps
+// the limits it was built with. Every limiter of the middleware must be
+// a *limiter.Limiter.
 //
-// A resolver whose lookup failed (the plans' database is down) returns
-// Unavailable(err): the request then takes the failure policy, as for a
-// store that failed: the error handler (500), or through uncharged by
-// that limit with WithFailOpen; the observer sees an Error outcome under
-// New's limiter's policy, with err.
-func WithResolver(f func(r *http.Request) Limiter) Option {
-	return func(c *config) { c.resolve, c.given = f, c.given|givenResolver }
+// A customer is counted in the windows of their zone: refused at their
+// own month's end, admitted again at their own midnight, with
+// X-RateLimit-Reset and the draft t at it (see limiter.Limiter.For for
+// a customer whose zone changes). A zone is loaded by name from Go's tz
+// database (import time/tzdata where the system has none), never from a
+// path, and at most 1024 of them.
+//
+// A lookup that fails (err, the plans' database down) takes the failure
+// policy, as a store that failed does: the error handler (500), or
+// through with WithFailOpen, charged by no rate, the caps applied at the
+// maxima they were built with; the observer sees an Error outcome under
+// each rate's policy, with err. A lookup whose answer cannot apply is
+// the server's mistake, answered by the error handler (500) and reported
+// as Misconfigured with an error wrapping ErrMisconfigured, never a
+// refusal or an admission: no plan (nil, a plan nobody declared), a
+// plan's limits that do not fit a policy (another count than its rates,
+// or out of range), a cap's maximum below 1, a zone the tz database does
+// not have.
+//
+// The rates and caps of each plan and zone are kept once resolved (for
+// at most 4096 of them), and looked up without a lock, keyed by the
+// Plan's address: a Plan must not change once used.
+func WithPlans(lookup func(r *http.Request) (plan *limiter.Plan, zone string, err error)) Option {
+	return func(c *config) { c.lookup, c.given = lookup, c.given|givenPlans }
 }
 
 // WithExempt passes the requests for which f reports true straight to the
@@ -340,7 +359,7 @@ func WithShadow() Option { return func(c *config) { c.shadow = true } }
 // WithObserver has f told of every decision, limiter error and key failure
 // (see Event). Package middleware/metrics provides one for Prometheus.
 // Decision latency is measured only when an observer is set.
-func WithObserver(f Observer) Option {
+func WithObserver(f func(Event)) Option {
 	return func(c *config) { c.observe, c.given = f, c.given|givenObserver }
 }
 
@@ -365,10 +384,9 @@ func WithObserver(f Observer) Option {
 // a success with one attempt left answers X-RateLimit-Remaining: 0 and
 // leaves 1.
 //
-// Every limiter of the middleware must be a Refunder (*limiter.Limiter
-// is): New refuses the option otherwise, as it does a nil count. A
-// limiter that WithResolver returns and that cannot refund stays charged,
-// and the observer is told (Refunded, with an error). The handler gets a
+// Every limiter of the middleware must have a Refund method, as
+// *limiter.Limiter has: New refuses the option otherwise, as it does a
+// nil count. The handler gets a
 // ResponseWriter that records the status; it keeps http.Flusher,
 // http.Hijacker, io.ReaderFrom and http.Pusher, and unwraps for
 // http.ResponseController. Refunds are reported to the observer as
@@ -393,9 +411,3 @@ func optionOf(extra []rule) string {
 	}
 	return verdict.OptionOf(extra[0].rule.Meter)
 }
-
-// Unavailable returns the Limiter a resolver (WithResolver, here and in
-// grpclimit) returns when it could not look the request's limiter up,
-// err saying why: the request takes the failure policy, as for a store
-// that failed, charged nothing by that limit.
-func Unavailable(err error) Limiter { return &verdict.Unavailable{Err: err} }

@@ -30,7 +30,7 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 		{"nil_option", ok, []middleware.Option{nil}, "nil Option"},
 		{"nil_key", ok, []middleware.Option{middleware.WithKey(nil)}, "WithKey"},
 		{"nil_cost", ok, []middleware.Option{middleware.WithCost(nil)}, "WithCost"},
-		{"nil_resolver", ok, []middleware.Option{middleware.WithResolver(nil)}, "WithResolver"},
+		{"nil_lookup", ok, []middleware.Option{middleware.WithPlans(nil)}, "WithPlans"},
 		{"nil_exempt", ok, []middleware.Option{middleware.WithExempt(nil)}, "WithExempt"},
 		{"nil_denied_handler", ok, []middleware.Option{middleware.WithDeniedHandler(nil)}, "WithDeniedHandler"},
 		{"nil_error_handler", ok, []middleware.Option{middleware.WithErrorHandler(nil)}, "WithErrorHandler"},

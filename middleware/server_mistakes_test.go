@@ -207,70 +207,87 @@ func TestFailOpenStillPassesALiveRequest(t *testing.T) {
 	}
 }
 
-// TestResolverTypedNilIs500: a resolver that returns a typed nil (a
-// missed lookup in a map of *limiter.Limiter, returned as a
-// middleware.Limiter) is the server's mistake: 500, Misconfigured with
-// an error wrapping ErrMisconfigured, never a panic; the plan that is
-// found still decides, and a nil result still means New's limiter.
-func TestResolverTypedNilIs500(t *testing.T) {
+// TestPlanThatCannotApplyIs500: a lookup whose plan cannot apply (none,
+// for a plan nobody declared; limits of another count than the policy's
+// rates, or out of range; a cap below 1; a zone the tz database does not
+// have) is the server's mistake: 500 by the error handler, reported as
+// Misconfigured with an error wrapping ErrMisconfigured, never a
+// refusal or an admission, and never the error's text to the client.
+func TestPlanThatCannotApplyIs500(t *testing.T) {
 	clk := newFakeClock(t0)
 	base := newLimiter(t, clk, "plan", limiter.PerMinute(5))
-	pro, err := base.WithLimits(50)
-	if err != nil {
-		t.Fatal(err)
+	exports := limiter.MustInFlight("exports", 2)
+	t.Cleanup(func() { exports.Close() })
+	plans := map[string]*limiter.Plan{
+		"":          {Name: "free"},
+		"pro":       {Name: "pro", Limits: map[string][]int64{"plan": {50}}},
+		"two":       {Name: "two", Limits: map[string][]int64{"plan": {50, 5}}},
+		"huge":      {Name: "huge", Limits: map[string][]int64{"plan": {limiter.MaxLimit + 1}}},
+		"no-export": {Name: "no-export", Caps: map[string]int64{"exports": 0}},
 	}
-	plans := map[string]*limiter.Limiter{"pro": pro}
 	rec := &recorder{}
-	h := newMiddleware(t, base, middleware.WithObserver(rec.observe), middleware.WithResolver(func(r *http.Request) middleware.Limiter {
-		switch plan := r.Header.Get("X-Plan"); plan {
-		case "":
-			return nil // New's limiter
-		default:
-			return plans[plan] // nil *limiter.Limiter for an unknown plan: a typed nil
-		}
-	}))(&okHandler{})
+	h := newMiddleware(t, base, middleware.WithObserver(rec.observe), middleware.WithInFlight(exports, nil),
+		middleware.WithPlans(func(r *http.Request) (*limiter.Plan, string, error) {
+			return plans[r.Header.Get("X-Plan")], r.Header.Get("X-Zone"), nil // nil for a plan nobody declared
+		}))(&okHandler{})
 	for _, tt := range []struct {
-		plan      string
-		status    int
-		outcome   middleware.Outcome
-		limit     string
-		misconfig bool
+		plan, zone string
+		status     int
+		outcome    middleware.Outcome
+		limit      string
+		misconfig  bool
 	}{
-		{"", 200, middleware.Allowed, "5", false},
-		{"pro", 200, middleware.Allowed, "50", false},
-		{"enterprise", 500, middleware.Misconfigured, "", true},
+		{"", "", 200, middleware.Allowed, "5", false},
+		{"pro", "", 200, middleware.Allowed, "50", false},
+		{"enterprise", "", 500, middleware.Misconfigured, "", true},
+		{"two", "", 500, middleware.Misconfigured, "", true},
+		{"huge", "", 500, middleware.Misconfigured, "", true},
+		{"no-export", "", 500, middleware.Misconfigured, "", true},
+		{"pro", "Mars/Olympus_Mons", 500, middleware.Misconfigured, "", true},
+		{"pro", "../../etc/passwd", 500, middleware.Misconfigured, "", true},
 	} {
 		rec.events = nil
 		r := httptest.NewRequest(http.MethodGet, "/x", nil)
 		r.RemoteAddr = "192.0.2.1:1"
 		r.Header.Set("X-Plan", tt.plan)
+		r.Header.Set("X-Zone", tt.zone)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		if w.Code != tt.status || w.Header().Get("X-RateLimit-Limit") != tt.limit {
 			t.Fatalf("plan %q: status %d, limit %q; want %d, %q", tt.plan, w.Code, w.Header().Get("X-RateLimit-Limit"), tt.status, tt.limit)
 		}
-		if len(rec.events) != 1 || rec.events[0].Outcome != tt.outcome || errors.Is(rec.events[0].Err, middleware.ErrMisconfigured) != tt.misconfig {
-			t.Fatalf("plan %q: events %+v, want one %v (ErrMisconfigured %v)", tt.plan, rec.events, tt.outcome, tt.misconfig)
+		want := 1 // the misconfiguration's
+		if !tt.misconfig {
+			want = 3 // the rate's, the cap's and the slot's release
 		}
-		if tt.misconfig && strings.Contains(w.Body.String(), "typed") {
+		if len(rec.events) != want || rec.events[0].Outcome != tt.outcome || errors.Is(rec.events[0].Err, middleware.ErrMisconfigured) != tt.misconfig {
+			t.Fatalf("plan %q zone %q: events %+v, want %d, the first %v (ErrMisconfigured %v)", tt.plan, tt.zone, rec.events, want, tt.outcome, tt.misconfig)
+		}
+		named := "plan <nil>" // a plan nobody declared
+		if p := plans[tt.plan]; p != nil {
+			named = fmt.Sprintf("plan %q, zone %q", p.Name, tt.zone)
+		}
+		if e := rec.events[0]; tt.misconfig && (!strings.Contains(e.Err.Error(), named) || e.Policy != base.Policy()) {
+			t.Fatalf("plan %q zone %q: %+v, want the error to say %s, under %q", tt.plan, tt.zone, e, named, base.Policy().Name())
+		}
+		if tt.misconfig && strings.Contains(w.Body.String(), "plan") {
 			t.Fatalf("body %q tells the client the server's internals", w.Body.String())
 		}
 	}
 }
 
-// A resolver whose plan lookup failed returns Unavailable: the request
-// takes the failure policy, as for a store that failed: 500 by the error
-// handler, or through with WithFailOpen, charged nothing either way; the
-// observer sees Error under New's limiter's policy, with the lookup's
-// error.
-func TestResolverLookupFailureTakesTheFailurePolicy(t *testing.T) {
+// A plan lookup that failed takes the failure policy, as for a store
+// that failed: 500 by the error handler, or through with WithFailOpen,
+// charged nothing either way; the observer sees Error under New's
+// limiter's policy, with the lookup's error.
+func TestPlanLookupFailureTakesTheFailurePolicy(t *testing.T) {
 	dbDown := errors.New("plans: connection refused")
 	for _, failOpen := range []bool{false, true} {
 		clk := newFakeClock(t0)
 		base := newLimiter(t, clk, "plan", limiter.PerMinute(5))
 		rec := &recorder{}
-		opts := []middleware.Option{middleware.WithObserver(rec.observe), middleware.WithResolver(func(*http.Request) middleware.Limiter {
-			return middleware.Unavailable(dbDown)
+		opts := []middleware.Option{middleware.WithObserver(rec.observe), middleware.WithPlans(func(*http.Request) (*limiter.Plan, string, error) {
+			return nil, "", dbDown
 		})}
 		want := http.StatusInternalServerError
 		if failOpen {

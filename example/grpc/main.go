@@ -65,7 +65,7 @@ func main() {
 // (grpclimit.PeerHost and keyfunc.RemoteHost, the defaults, give one
 // client one key), their decisions told to observe. opts go first: the
 // interceptors they chain run around the limiter's.
-func servers(l *limiter.Limiter, observe middleware.Observer, opts ...grpc.ServerOption) (*grpc.Server, http.Handler, error) {
+func servers(l *limiter.Limiter, observe func(middleware.Event), opts ...grpc.ServerOption) (*grpc.Server, http.Handler, error) {
 	ic, err := grpclimit.New(l, grpclimit.WithObserver(observe))
 	if err != nil {
 		return nil, nil, err

@@ -184,7 +184,7 @@ func newServeHandler(cfg serveConfig, store limiter.Store, log *slog.Logger) (ht
 // logEvents logs refusals at debug level and failures at error level; the
 // client's address appears in the log, never in a response. It keeps the
 // keys decided for in seen, for the console to list.
-func logEvents(log *slog.Logger, seen *seenKeys) middleware.Observer {
+func logEvents(log *slog.Logger, seen *seenKeys) func(middleware.Event) {
 	return func(e middleware.Event) {
 		if e.Key != "" {
 			seen.add(e.Key)

@@ -1,11 +1,16 @@
 // Command llmproxy is a gateway in front of a model: a reverse proxy that
 // charges each API key for the tokens its calls really used, known only
-// once the model has answered. Per API key:
+// once the model has answered. Per API key, on the standard plan:
 //
 //   - 60 requests a minute;
 //   - 40,000 tokens a minute, and 1,000,000 a month from the 1st at the
 //     customer's midnight (Paris, New York);
 //   - 4 requests in flight.
+//
+// The scale plan (key-sakura, in Tokyo) has four times the tokens a
+// minute, five times the month's and 8 requests in flight. One
+// middleware limits every customer, whatever their plan and zone: it
+// looks both up per request (middleware.WithPlans).
 //
 // A call is admitted against a reservation, its prompt as estimated (a
 // token per 4 bytes) and the longest answer it allows (max_tokens), so

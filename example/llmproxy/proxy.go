@@ -38,10 +38,20 @@ const (
 	maxBody          = 1 << 20
 )
 
-// customers are the API keys and the zone each one's month follows.
-var customers = map[string]string{
-	"key-lumiere": "Europe/Paris",
-	"key-hudson":  "America/New_York",
+// plans are what each kind of customer may use: standard, the limits
+// above; scale, more tokens and calls in flight.
+var plans = map[string]*limiter.Plan{
+	"standard": {Name: "standard"},
+	"scale": {Name: "scale", Limits: map[string][]int64{"tokens": {4 * tokensPerMinute, 5 * tokensPerMonth}},
+		Caps: map[string]int64{"in-flight": 2 * inFlight}},
+}
+
+// customers are the API keys, each one's plan and the zone their month
+// follows.
+var customers = map[string]struct{ plan, zone string }{
+	"key-lumiere": {"standard", "Europe/Paris"},
+	"key-hudson":  {"standard", "America/New_York"},
+	"key-sakura":  {"scale", "Asia/Tokyo"},
 }
 
 // config is what newHandler builds the proxy with: the limiters' options
@@ -50,7 +60,7 @@ var customers = map[string]string{
 type config struct {
 	limiterOpts []limiter.Option
 	model       *model
-	observe     middleware.Observer
+	observe     func(middleware.Event)
 }
 
 // newHandler builds the proxy: POST /v1/chat/completions forwarded to the
@@ -91,66 +101,59 @@ func newHandler(c config) (http.Handler, func(), error) {
 		ErrorHandler:   upstreamFailed,
 		FlushInterval:  -1, // every token as it comes
 	}
-	// byZone is, per zone, the tokens the zone's customers spend (a
-	// minute, and a month from the 1st at the zone's midnight) and the
-	// proxy under every limit of theirs.
-	type zone struct {
-		tokens *limiter.Limiter
-		proxy  http.Handler
+	// One limit of tokens for every customer (a minute, and a month from
+	// the 1st at midnight), in the customer's zone and under their plan's
+	// limits (WithPlans): UTC stands for every zone.
+	p, err := limiter.NewPolicy("tokens", limiter.PerMinute(tokensPerMinute), limiter.PerMonthIn(tokensPerMonth, time.UTC))
+	if err != nil {
+		return fail(err)
 	}
-	byZone := map[string]zone{}
-	for _, name := range customers {
-		if _, ok := byZone[name]; ok {
-			continue
-		}
-		loc, err := time.LoadLocation(name)
-		if err != nil {
-			return fail(fmt.Errorf("customer zone: %w", err))
-		}
-		p, err := limiter.NewPolicy("tokens", limiter.PerMinute(tokensPerMinute), limiter.PerMonthIn(tokensPerMonth, loc))
-		if err != nil {
-			return fail(err)
-		}
-		if p, err = p.WithUnit(tokens); err != nil {
-			return fail(err)
-		}
-		l, err := limiter.New(p, c.limiterOpts...)
-		if err != nil {
-			return fail(err)
-		}
-		closers = append(closers, l.Close)
-		opts := []middleware.Option{
-			middleware.WithKey(apiKey),
-			middleware.WithReported(l, nil, reservation),
-			middleware.WithInFlight(running, nil),
-			middleware.WithHeaders(hw),
-		}
-		if c.observe != nil {
-			opts = append(opts, middleware.WithObserver(c.observe))
-		}
-		mw, err := middleware.New(requests, opts...)
-		if err != nil {
-			return fail(err)
-		}
-		byZone[name] = zone{tokens: l, proxy: mw(proxy)}
+	if p, err = p.WithUnit(tokens); err != nil {
+		return fail(err)
 	}
+	spent, err := limiter.New(p, c.limiterOpts...)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, spent.Close)
+	opts := []middleware.Option{
+		middleware.WithKey(apiKey),
+		middleware.WithReported(spent, nil, reservation),
+		middleware.WithInFlight(running, nil),
+		middleware.WithHeaders(hw),
+		middleware.WithPlans(func(r *http.Request) (*limiter.Plan, string, error) {
+			acct := customers[bearer(r)] // known: checked before
+			return plans[acct.plan], acct.zone, nil
+		}),
+	}
+	if c.observe != nil {
+		opts = append(opts, middleware.WithObserver(c.observe))
+	}
+	mw, err := middleware.New(requests, opts...)
+	if err != nil {
+		return fail(err)
+	}
+	limited := readChat(mw(proxy))
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/chat/completions", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		z, ok := byZone[customers[bearer(r)]]
-		if !ok {
+		if _, ok := customers[bearer(r)]; !ok {
 			http.Error(w, "unknown API key", http.StatusUnauthorized)
 			return
 		}
-		readChat(z.proxy).ServeHTTP(w, r)
+		limited.ServeHTTP(w, r)
 	}))
 	mux.HandleFunc("GET /usage", func(w http.ResponseWriter, r *http.Request) {
 		key := bearer(r)
-		z, ok := byZone[customers[key]]
+		acct, ok := customers[key]
 		if !ok {
 			http.Error(w, "unknown API key", http.StatusUnauthorized)
 			return
 		}
-		spent, err := z.tokens.Usage(r.Context(), key)
+		l, err := spent.For(plans[acct.plan], acct.zone)
+		var used limiter.Usage
+		if err == nil {
+			used, err = l.Usage(r.Context(), key)
+		}
 		if err != nil {
 			http.Error(w, "usage unavailable", http.StatusServiceUnavailable)
 			return
@@ -162,10 +165,11 @@ func newHandler(c config) (http.Handler, func(), error) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(struct {
+			Plan     string        `json:"plan"`
 			Zone     string        `json:"zone"`
 			Tokens   limiter.Usage `json:"tokens"`
 			Requests limiter.Usage `json:"requests"`
-		}{customers[key], spent, calls})
+		}{acct.plan, acct.zone, used, calls})
 	})
 	return mux, closeAll, nil
 }
@@ -218,15 +222,24 @@ func readChat(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if n := req.promptEstimate() + req.MaxTokens; n > tokensPerMinute {
+		if n, most := req.promptEstimate()+req.MaxTokens, minuteTokens(r); n > most {
 			// Never admitted, whatever the wait: no Retry-After helps.
-			http.Error(w, fmt.Sprintf("body: the prompt and max_tokens may cost %d tokens, more than the %d a minute allows", n, tokensPerMinute), http.StatusRequestEntityTooLarge)
+			http.Error(w, fmt.Sprintf("body: the prompt and max_tokens may cost %d tokens, more than the %d a minute allows", n, most), http.StatusRequestEntityTooLarge)
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), chatKey{}, &req))
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// minuteTokens returns the tokens a minute the plan of r's customer
+// allows.
+func minuteTokens(r *http.Request) int64 {
+	if l := plans[customers[bearer(r)].plan].Limits["tokens"]; len(l) > 0 {
+		return l[0]
+	}
+	return tokensPerMinute
 }
 
 // reservation is what a chat request is admitted at: its prompt, as

@@ -24,18 +24,22 @@ func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 // newTestHandler serves the plans on a fresh store and a fake clock.
 func newTestHandler(t *testing.T, at time.Time) (http.Handler, *limitertest.Clock) {
 	t.Helper()
+	s, clk := newTestService(t, at)
+	return s.http, clk
+}
+
+// newTestService builds the service on a fresh store and a fake clock.
+func newTestService(t *testing.T, at time.Time) (*service, *limitertest.Clock) {
+	t.Helper()
 	store, err := limiter.NewMemoryStore(limiter.WithSweepInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
 	clk := limitertest.New(at)
-	h, closeAll, err := newHandler(limiter.WithStore(store), limiter.WithClock(clk))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeAll)
-	return h, clk
+	s := newService(limiter.WithStore(store), limiter.WithClock(clk))
+	t.Cleanup(s.close)
+	return s, clk
 }
 
 func get(h http.Handler, apiKey string) *httptest.ResponseRecorder {
@@ -171,12 +175,13 @@ func TestUpgradeKeepsUsage(t *testing.T) {
 }
 
 // TestUsageEndpoint: GET /usage shows every window (the month's balance
-// beside the minute's) and the exports running, charging nothing.
+// beside the minute's) and the exports running, at most pro's 4 at once,
+// charging nothing.
 func TestUsageEndpoint(t *testing.T) {
 	eucla := storetest.Zone(t, "Australia/Eucla")
 	h, _ := newTestHandler(t, time.Date(2026, 4, 30, 23, 58, 0, 0, eucla))
 	release := make(chan struct{})
-	started := make(chan struct{}, 2)
+	started := make(chan struct{}, 4)
 	orig := export
 	t.Cleanup(func() { export = orig })
 	export = func(http.ResponseWriter, *http.Request) {
@@ -184,17 +189,19 @@ func TestUsageEndpoint(t *testing.T) {
 		<-release
 	}
 	var wg sync.WaitGroup
-	for range 2 {
+	for range 4 {
 		wg.Go(func() {
 			if w := getPath(h, "key-nullarbor", "/api/export"); w.Code != http.StatusOK {
 				t.Errorf("export: %d", w.Code)
 			}
 		})
 	}
-	<-started
-	<-started
+	for range 4 {
+		<-started
+	}
 	if w := getPath(h, "key-nullarbor", "/api/export"); w.Code != http.StatusTooManyRequests {
-		t.Fatalf("a third export at once: %d, want 429", w.Code)
+		close(release) // let the exports end, so that the test does
+		t.Fatalf("a fifth export at once: %d, want 429", w.Code)
 	}
 	get(h, "key-nullarbor")
 	for range 2 { // reading charges nothing
@@ -202,9 +209,9 @@ func TestUsageEndpoint(t *testing.T) {
 		want := []struct {
 			window      string
 			used, limit int64
-		}{{"day@Australia/Eucla", 3, 500}, {"month@Australia/Eucla", 3, 10000}, {"1m0s", 3, 20}}
-		if u.Plan != "pro" || u.Zone != "Australia/Eucla" || len(u.Rates.Windows) != 3 || u.Exports.Held != 2 {
-			t.Fatalf("usage %+v: want pro in Eucla, three windows, 2 exports running", u)
+		}{{"day@Australia/Eucla", 5, 500}, {"month@Australia/Eucla", 5, 10000}, {"1m0s", 5, 20}}
+		if u.Plan != "pro" || u.Zone != "Australia/Eucla" || len(u.Rates.Windows) != 3 || u.Exports.Held != 4 || u.Exports.In.Limit != 4 {
+			t.Fatalf("usage %+v: want pro in Eucla, three windows, 4 exports running of 4", u)
 		}
 		for i, w := range want {
 			if got := u.Rates.Windows[i]; got.Window != w.window || got.Used != w.used || got.Limit != w.limit || got.Remaining != w.limit-w.used {

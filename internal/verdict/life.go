@@ -2,7 +2,6 @@ package verdict
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/rank"
@@ -100,7 +99,6 @@ func NewRule(l RuleLimiter) Rule {
 // Limits are how a door applies its rates and caps, fixed when it is
 // built.
 type Limits struct {
-	Caps     []*limiter.InFlight
 	Shadow   bool // decide and count, never refuse
 	FailOpen bool // a limit that cannot decide lets the request through
 	Refunds  bool // keep each charge: a charge may be returned (a status that does not count, a cap's refusal)
@@ -147,10 +145,10 @@ type Life struct {
 	// Costs are what each rule charges at admission: the door's cost,
 	// or a metered rule's reservation.
 	Costs [MaxRules]int64
-	// Rules are the door's rates, in order; First, when set, stands for
-	// Rules[0] for this request (a resolver's limiter).
+	// Rules are the rates that apply to the request, in order, and
+	// Caps the in-flight caps: the door's, or its plan's (Plans).
 	Rules   []Rule
-	First   Rule
+	Caps    []*limiter.InFlight
 	Keys    [MaxRules]string
 	CapKeys [MaxCaps]string
 	// Observe, when set, is told of every limit's outcome.
@@ -243,12 +241,7 @@ func (l *Life) HeldOut(rule int, others *limiter.Decision) int {
 func (l *Life) RuleOf(i int) *Rule { return l.rule(l.Charged.Rule[i]) }
 
 // rule returns the request's i'th rule.
-func (l *Life) rule(i int) *Rule {
-	if i == 0 && l.First.Lim != nil {
-		return &l.First
-	}
-	return &l.Rules[i]
-}
+func (l *Life) rule(i int) *Rule { return &l.Rules[i] }
 
 // observe tells the observer of e, if there is one.
 func (l *Life) observe(e Event) {
@@ -275,7 +268,7 @@ func (l *Life) Admit(lim *Limits) {
 	if !l.admitRates(lim) {
 		return
 	}
-	if len(lim.Caps) > 0 && !l.Stopped {
+	if len(l.Caps) > 0 && !l.Stopped {
 		l.admitCaps(lim)
 	}
 }
@@ -350,7 +343,7 @@ func (l *Life) admitRates(lim *Limits) bool {
 // admitCaps asks every cap for a slot, in order, for a request the rates
 // admitted (or let through failing open).
 func (l *Life) admitCaps(lim *Limits) {
-	for i, f := range lim.Caps {
+	for i, f := range l.Caps {
 		var (
 			clk  limiter.Clock
 			at   time.Time
@@ -410,15 +403,13 @@ func (hc *HeldCaps) add(f *limiter.InFlight, key string, release func(), d *limi
 	hc[hc.Len()] = HeldCap{F: f, Key: key, ReleaseFn: release, Policy: d.Policy, Remaining: d.Remaining, At: d.DecidedAt().UnixNano()}
 }
 
-// ErrCannotRefund is what the observer is told of a charge made by a
-// limiter that has no Refund method (one a resolver returned).
-var ErrCannotRefund = errors.New("ratelimit: the resolved limiter is no Refunder; the charge stays")
-
 // Refund returns every charge the request's rules made, and tells the
 // observer of each; the charges are then no longer owed, so that nothing
 // is returned twice, and each one returned reads as charged nothing, for
 // the answer. The door has answered, or a cap refused: the caller may be
-// gone, and the charge is returned all the same.
+// gone, and the charge is returned all the same. Every rule that charges
+// what is owed is a Refunder: the doors check it when built (a plan's
+// limiters are *limiter.Limiter).
 func (l *Life) Refund() {
 	c := &l.Charged
 	if !c.Owed {
@@ -428,12 +419,7 @@ func (l *Life) Refund() {
 	for i := range c.N {
 		r := l.rule(c.Rule[i])
 		key, cost := l.Keys[c.Rule[i]], l.Costs[c.Rule[i]]
-		var err error
-		if ref, ok := r.Lim.(Refunder); ok {
-			err = ref.Refund(ctx, key, cost, c.D[i])
-		} else {
-			err = ErrCannotRefund
-		}
+		err := r.Lim.(Refunder).Refund(ctx, key, cost, c.D[i])
 		l.observe(Event{Key: key, Policy: r.Lim.Policy(), Outcome: Refunded, Decision: c.D[i], Err: err, Cost: cost})
 		if err == nil {
 			c.D[i] = limiter.Settled(c.D[i], cost, 0)

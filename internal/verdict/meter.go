@@ -1,6 +1,8 @@
 package verdict
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -17,7 +19,9 @@ func Metered(r *Rule, m Meter) error {
 	p, option := r.Lim.Policy(), OptionOf(m)
 	s, ok := r.Lim.(Settler)
 	if l, isLimiter := r.Lim.(*limiter.Limiter); isLimiter {
-		if err := l.CanSettle(); err != nil {
+		// Settle refuses a store that cannot settle before it looks at
+		// its arguments: with none, nothing else is done.
+		if err := l.Settle(context.Background(), "", 0, 0, limiter.Decision{}); errors.Is(err, limiter.ErrInvalidOption) {
 			return fmt.Errorf("%s (policy %q): %w", option, p.Name(), err)
 		}
 	}

@@ -6,21 +6,14 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
-// An Unavailable is what a door's resolver returns when it could not
-// look a request's limiter up (its plans' database is down): a limiter
-// that cannot decide, so that the door's failure policy applies as to a
-// store that failed (the error handler, or through uncharged with
-// WithFailOpen), under the policy of the limiter it stands in for
-// (For).
+// An Unavailable stands in for a door's limiter when the request's plan
+// could not be looked up (the plans' database is down: Plans.Failing): a
+// limiter that cannot decide, so that the door's failure policy applies
+// as to a store that failed (the error handler, or through uncharged
+// with fail-open), under the policy of the limiter it stands in for.
 type Unavailable struct {
 	Err    error
 	policy *limiter.Policy
-}
-
-// For returns u standing in for a limiter of policy p: the one the
-// resolver would have replaced, which the observer's event names.
-func (u *Unavailable) For(p *limiter.Policy) *Unavailable {
-	return &Unavailable{Err: u.Err, policy: p}
 }
 
 // Allow returns u's error: nothing is charged.
@@ -28,5 +21,5 @@ func (u *Unavailable) Allow(context.Context, string, int64) (limiter.Decision, e
 	return limiter.Decision{}, u.Err
 }
 
-// Policy returns the policy of the limiter u stands in for (For).
+// Policy returns the policy of the limiter u stands in for.
 func (u *Unavailable) Policy() *limiter.Policy { return u.policy }

@@ -222,18 +222,18 @@ func aclScenario(client redis.UniversalClient, admin redis.UniversalClient, pref
 	// Settles (settle.lua): reserved 1, settled at 4; reserved 3, settled
 	// at 1; then, a minute on (a window with no count yet, on the
 	// limiter's clock), the first settled once more, at 3.
-	r, err := l.Reserve(ctx, "settled", 1)
+	r, err := l.Allow(ctx, "settled", 1)
 	if err != nil || !r.Allowed {
-		return fmt.Errorf("Reserve: got %+v, %v", r, err)
+		return fmt.Errorf("reserve 1: got %+v, %v", r, err)
 	}
-	if err := r.Settle(ctx, 4); err != nil {
+	if err := l.Settle(ctx, "settled", 1, 4, r); err != nil {
 		return fmt.Errorf("Settle above the reservation: %w", err)
 	}
-	first := r.Decision
-	if r, err = l.Reserve(ctx, "settled", 3); err != nil || !r.Allowed {
-		return fmt.Errorf("Reserve 3: got %+v, %v", r, err)
+	first := r
+	if r, err = l.Allow(ctx, "settled", 3); err != nil || !r.Allowed {
+		return fmt.Errorf("reserve 3: got %+v, %v", r, err)
 	}
-	if err := r.Settle(ctx, 1); err != nil {
+	if err := l.Settle(ctx, "settled", 3, 1, r); err != nil {
 		return fmt.Errorf("Settle below the reservation: %w", err)
 	}
 	if u, err := l.Usage(ctx, "settled"); err != nil || u.Windows[0].Used != 5 {

@@ -176,7 +176,7 @@ func TestCalendarServerClockFarOff(t *testing.T) {
 			}
 			_, d2 := limiter.Decide(tc.p, [limiter.MaxWindows]limiter.State{}, redisNow, 1)
 			for i := range tc.p.NumRates() {
-				if got, want := d.WindowAt(i).ResetAt(), d2.WindowAt(i).ResetAt(); !got.Equal(want) {
+				if got, want := d.WindowAt(i).ResetAt, d2.WindowAt(i).ResetAt; !got.Equal(want) {
 					t.Fatalf("window %d resets at %v, want Redis's window's end %v", i, got, want)
 				}
 				id, count, err := serverWindow(ctx, c, keyOf(s, "k", tc.p, i, redisNow))
@@ -199,7 +199,7 @@ func windowIDAt(p *limiter.Policy, i int, at time.Time) int64 {
 	_, d := limiter.Decide(p, [limiter.MaxWindows]limiter.State{}, at, 1)
 	if _, _, ok := p.Rate(i).Calendar(); ok {
 		w := d.WindowAt(i)
-		return w.ResetAt().Add(-w.Window).UnixMilli()
+		return w.ResetAt.Add(-w.Window).UnixMilli()
 	}
 	return at.UnixMilli() / p.Rate(i).Window.Milliseconds()
 }
@@ -422,8 +422,8 @@ func TestCalendarServerClockWindowAhead(t *testing.T) {
 			if !tc.allowed {
 				wantReset = mid.Add(24 * time.Hour) // the day ahead, decided in
 			}
-			if ws := d.WindowAt(0); !ws.ResetAt().Equal(wantReset) {
-				t.Fatalf("the day's window resets at %v, want %v", ws.ResetAt(), wantReset)
+			if ws := d.WindowAt(0); !ws.ResetAt.Equal(wantReset) {
+				t.Fatalf("the day's window resets at %v, want %v", ws.ResetAt, wantReset)
 			}
 			gotW, gotC, err := serverWindow(ctx, c, key)
 			if err != nil {

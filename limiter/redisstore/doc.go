@@ -40,7 +40,7 @@
 // (no CROSSSLOT), while different clients spread over the cluster. Braces
 // and '%' inside client keys are percent-encoded. A key names the policy's
 // name and one window, never a limit: a limit changed by a deploy or a
-// plan (limiter.Limiter.WithLimits) keeps the counts, and two versions of
+// plan (limiter.Limiter.For) keeps the counts, and two versions of
 // a service side by side count one usage. On the limiter's clock the key
 // names its window and holds the count; with WithServerClock it names no
 // window and holds "<window id>:<count>". A calendar rate (limiter.PerDayIn,

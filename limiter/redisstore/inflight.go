@@ -98,6 +98,10 @@ func (s *Store) AcquireSlot(ctx context.Context, req limiter.SlotRequest) (limit
 	if err := s.checkSlot(&req); err != nil {
 		return limiter.Slot{}, err
 	}
+	if req.Peek {
+		n, err := s.heldSlots(ctx, req)
+		return limiter.Slot{Held: n, Max: req.Max}, err
+	}
 	tok := s.tokens.Add(1)
 	hs := &heldSlot{token: tok, key: req.Key, policy: req.Policy, lease: req.Lease, slotOp: slotOp{
 		op: opHold, key: slotKey(s.cfg.prefix, req.Key, req.Policy),
@@ -191,17 +195,14 @@ func (s *Store) ReleaseSlot(ctx context.Context, req limiter.SlotRequest, sl lim
 	return nil
 }
 
-// HeldSlots returns how many slots req.Key holds under the cap
-// req.Policy, by Redis's clock (a slot whose lease has ended is not
-// counted), in one script run shared with the calls queued beside it,
-// bounded by the store's timeout and ctx. A foreign value under the key
-// reads as req.Max, reported to the observer as corrupt. When Redis
-// cannot answer, the error wraps ErrUnavailable: no failure policy
-// applies to a count.
-func (s *Store) HeldSlots(ctx context.Context, req limiter.SlotRequest) (int64, error) {
-	if err := s.checkSlot(&req); err != nil {
-		return 0, err
-	}
+// heldSlots returns how many slots req.Key holds under the cap
+// req.Policy (AcquireSlot's answer to a peek), by Redis's clock (a slot
+// whose lease has ended is not counted), in one script run shared with
+// the calls queued beside it, bounded by the store's timeout and ctx. A
+// foreign value under the key reads as req.Max, reported to the observer
+// as corrupt. When Redis cannot answer, the error wraps ErrUnavailable:
+// no failure policy applies to a count.
+func (s *Store) heldSlots(ctx context.Context, req limiter.SlotRequest) (int64, error) {
 	op := slotOp{op: opCount, key: slotKey(s.cfg.prefix, req.Key, req.Policy)}
 	r, err := s.slotBatch.doSlot(ctx, req.Key, req.Policy, op, time.Now().Add(s.cfg.timeout))
 	switch {

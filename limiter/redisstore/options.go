@@ -224,8 +224,8 @@ func WithBreaker(failures int, openFor time.Duration) Option {
 // refused locally, with no round trip, for a second at most (until the
 // window ends, if sooner), so that a Reset or refund another replica
 // makes is obeyed here within that second; then one request asks Redis
-// again. A request under a higher limit (limiter.Limiter.WithLimits, the
-// same usage) is decided again under it at once.
+// again. A request under a higher limit (a plan's, limiter.Limiter.For:
+// the same usage) is decided again under it at once.
 func WithOverLimitCache(n int) Option { return func(c *config) { c.cacheSize = n } }
 
 // WithDeclaredKeys sends every script call with its keys declared, the

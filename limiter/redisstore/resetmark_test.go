@@ -180,11 +180,11 @@ func TestSettleIntoDebtDropsTheLease(t *testing.T) {
 			if s.leases.held(p, "acme") == 0 {
 				t.Fatal("no lease held: the test needs one")
 			}
-			r, err := l.Reserve(ctx, "acme", 1)
+			r, err := l.Allow(ctx, "acme", 1)
 			if err != nil || !r.Allowed {
-				t.Fatalf("Reserve: %+v, %v", r, err)
+				t.Fatalf("reserve 1: %+v, %v", r, err)
 			}
-			if err := r.Settle(ctx, 5000); err != nil {
+			if err := l.Settle(ctx, "acme", 1, 5000, r); err != nil {
 				t.Fatal(err)
 			}
 			if held := s.leases.held(p, "acme"); held != 0 {

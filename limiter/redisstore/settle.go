@@ -99,11 +99,11 @@ func markerKey(prefix, key, token string) string {
 // make no failed settle succeed, and the middlewares report the error.
 // A settle that failed may have been applied, once.
 func (s *Store) Settle(ctx context.Context, req limiter.Request, d limiter.Decision, actual int64) error {
-	if err := limiter.CheckSettle(req, actual); err != nil {
+	if err := s.check(&req); err != nil {
 		return err
 	}
-	if s.closed.Load() {
-		return limiter.ErrClosed
+	if actual < 0 || actual > limiter.MaxLimit {
+		return fmt.Errorf("%w: actual cost %d must be in [0, %d]", limiter.ErrInvalidCost, actual, limiter.MaxLimit)
 	}
 	// Redis's decisions carry req.Policy itself; the fallback's, a policy
 	// of its own (fallbackPolicy), as for Refund.

@@ -633,11 +633,11 @@ func TestSettleToLease(t *testing.T) {
 	}
 }
 
-// TestReservationRedis: limiter.Reserve and Reservation.Settle on a
-// limiter backed by Redis, under both clocks: reserved 1, settled at
-// 500, the count is 500 on every replica; a second settle is ErrSettled
-// and changes nothing; in debt, the key is refused.
-func TestReservationRedis(t *testing.T) {
+// TestLimiterSettleRedis: limiter.Allow at a reservation and
+// Limiter.Settle on a limiter backed by Redis, under both clocks:
+// reserved 1, settled at 500, the count is 500 on every replica; a bad
+// actual cost changes nothing; in debt, the key is refused.
+func TestLimiterSettleRedis(t *testing.T) {
 	ctx := context.Background()
 	c := sharedClient(t)
 	for _, clock := range []clockSource{appClock, serverClock} {
@@ -647,18 +647,15 @@ func TestReservationRedis(t *testing.T) {
 			if clock == serverClock {
 				awaitServerWindow(t, c, time.Minute)
 			}
-			r, err := ls[0].Reserve(ctx, "acme", 1)
+			r, err := ls[0].Allow(ctx, "acme", 1)
 			if err != nil || !r.Allowed {
-				t.Fatalf("Reserve: %+v, %v", r, err)
+				t.Fatalf("reserve 1: %+v, %v", r, err)
 			}
-			if err := r.Settle(ctx, -3); !errors.Is(err, limiter.ErrInvalidCost) {
+			if err := ls[0].Settle(ctx, "acme", 1, -3, r); !errors.Is(err, limiter.ErrInvalidCost) {
 				t.Fatalf("a bad actual: %v, want ErrInvalidCost", err)
 			}
-			if err := r.Settle(ctx, 500); err != nil {
+			if err := ls[0].Settle(ctx, "acme", 1, 500, r); err != nil {
 				t.Fatal(err)
-			}
-			if err := r.Settle(ctx, 900); !errors.Is(err, limiter.ErrSettled) {
-				t.Fatalf("a second settle: %v, want ErrSettled", err)
 			}
 			if got := used(t, ls[1], "acme"); got[0] != 500 {
 				t.Fatalf("used %v on the other replica, want 500", got)

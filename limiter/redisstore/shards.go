@@ -5,14 +5,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unique"
 
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
 // shardedMap is the table behind the over-limit cache and the leases: an
-// entry per key and usage (the policy's UsageID: one entry for every
-// limit a plan is decided under, limiter.Limiter.WithLimits), in shards
+// entry per key and usage (the policy's ID: one entry for every limit a
+// plan is decided under, limiter.Limiter.For), in shards
 // with a mutex each so that hot keys seldom share a lock.
 //
 // Memory is bounded: at most size entries. A full shard first drops the
@@ -59,12 +58,12 @@ type shard[V any] struct {
 }
 
 type shardKey struct {
-	u   unique.Handle[string] // the policy's UsageID
-	key string
+	usage string // the policy's ID: its name and windows, whatever its limits
+	key   string
 }
 
 // entryKey returns the entry of key under p's usage.
-func entryKey(p *limiter.Policy, key string) shardKey { return shardKey{p.UsageID(), key} }
+func entryKey(p *limiter.Policy, key string) shardKey { return shardKey{p.ID(), key} }
 
 func (s *shardedMap[V]) init(size int, server bool) {
 	start := time.Now()

@@ -97,7 +97,7 @@ func TestSupportActionsObeyedEverywhere(t *testing.T) {
 						t.Fatalf("A's usage after refunding 2 of 3: %+v, %v; want 1 used", u, err)
 					}
 				case "raised_limit":
-					pro, err := lb.WithLimits(5)
+					pro, err := lb.For(&limiter.Plan{Name: "pro", Limits: map[string][]int64{"plan": {5}}}, "")
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -271,7 +271,7 @@ func TestThreeReplicasOneCustomerMonth(t *testing.T) {
 		}
 	}
 	// A plan change on replica 2: the same usage under 2,000.
-	pro, err := ls[1].WithLimits(2000)
+	pro, err := ls[1].For(&limiter.Plan{Name: "pro", Limits: map[string][]int64{"plan": {2000}}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,12 +39,12 @@ type Config struct {
 	// under its name. A cap's slots are held by requests running: the
 	// console never takes them away.
 	Caps []*limiter.InFlight
-	// Resolve, if set, returns the limiter that decides key's requests
-	// in place of l, one of Limiters: l.WithLimits(...) with a
-	// customer's plan, looked up as the service's own resolver does. It
-	// must return a limiter of l's usage (l's policy name and windows).
-	// Nil: each limiter is read under its own limits.
-	Resolve func(ctx context.Context, key string, l *limiter.Limiter) (*limiter.Limiter, error)
+	// Plan, if set, returns key's plan and the zone its calendar rates
+	// count in, as the service's middleware.WithPlans lookup does for a
+	// request: each limiter and cap is then read under the plan's limits
+	// and in that zone (limiter.Limiter.For, limiter.InFlight.For), on
+	// the same usage. Nil: each is read under its own limits.
+	Plan func(ctx context.Context, key string) (plan *limiter.Plan, zone string, err error)
 	// List, if set, returns the keys that start with prefix, for the
 	// page to list the first 100 of. Stores keep no index of keys: a
 	// service lists them from where it knows its customers. Nil: the
@@ -115,7 +115,7 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	h := &handler{
 		authorize: cfg.Authorize, observe: cfg.Observe, list: cfg.List,
-		src:    source{limiters: cfg.Limiters, caps: cfg.Caps, resolve: cfg.Resolve},
+		src:    source{limiters: cfg.Limiters, caps: cfg.Caps, plan: cfg.Plan},
 		secret: cfg.CSRFSecret, origin: http.NewCrossOriginProtection(),
 	}
 	ls, cs := h.src.policyNames()

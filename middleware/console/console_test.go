@@ -116,18 +116,19 @@ func TestLookupJSON(t *testing.T) {
 	}
 }
 
-// TestDebtUnderAResolvedPlan: Resolve reads a key under its own plan, and
-// a key that used more than its plan allows shows the excess as debt.
-func TestDebtUnderAResolvedPlan(t *testing.T) {
+// TestDebtUnderAPlan: Plan reads a key under its own plan, and a key that
+// used more than its plan allows shows the excess as debt.
+func TestDebtUnderAPlan(t *testing.T) {
+	goldPlan := &limiter.Plan{Name: "gold", Limits: map[string][]int64{"api": {10, 1000}}}
 	fx := newFixture(t, nil, func(c *console.Config) {
-		c.Resolve = func(_ context.Context, key string, l *limiter.Limiter) (*limiter.Limiter, error) {
+		c.Plan = func(_ context.Context, key string) (*limiter.Plan, string, error) {
 			if key == "gold" {
-				return l.WithLimits(10, 1000)
+				return goldPlan, "", nil
 			}
-			return l, nil
+			return &limiter.Plan{Name: "default"}, "", nil
 		}
 	})
-	gold, err := fx.api.WithLimits(10, 1000)
+	gold, err := fx.api.For(goldPlan, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,9 +155,9 @@ func TestDebtUnderAResolvedPlan(t *testing.T) {
 func TestBadKeyLooksNothingUp(t *testing.T) {
 	asked := 0
 	fx := newFixture(t, nil, func(c *console.Config) {
-		c.Resolve = func(_ context.Context, _ string, l *limiter.Limiter) (*limiter.Limiter, error) {
+		c.Plan = func(context.Context, string) (*limiter.Plan, string, error) {
 			asked++
-			return l, nil
+			return &limiter.Plan{Name: "default"}, "", nil
 		}
 	})
 	token := fx.token(t)

@@ -35,6 +35,6 @@
 //	mux.Handle("/admin/limits/", h)
 //
 // The console reads the limiters and caps it is given with their own
-// limits; Config.Resolve chooses a key's own limiter (its plan) instead.
+// limits; Config.Plan reads each key under its own plan and zone.
 // docs/console.md shows the page and lists the JSON.
 package console

@@ -10,14 +10,12 @@ import (
 )
 
 // A source is what the console reads and changes: the limiters and caps
-// the service registered, and how a key's own limiter is chosen. Every
-// call the console makes into them is in this file, so that choosing a
-// customer's limits another way (a plan and a zone) changes this file
-// alone.
+// the service registered, and how a key's plan is looked up. Every call
+// the console makes into them is in this file.
 type source struct {
 	limiters []*limiter.Limiter
 	caps     []*limiter.InFlight
-	resolve  func(ctx context.Context, key string, l *limiter.Limiter) (*limiter.Limiter, error)
+	plan     func(ctx context.Context, key string) (*limiter.Plan, string, error)
 }
 
 // read returns what key has used of every limiter and cap, each read on
@@ -26,11 +24,16 @@ type source struct {
 func (s *source) read(ctx context.Context, key string) (limiters, caps []reading) {
 	ls := make([]reading, len(s.limiters))
 	cs := make([]reading, len(s.caps))
+	plan, zone, perr := s.lookup(ctx, key)
 	var wg sync.WaitGroup
 	for i, l := range s.limiters {
+		ls[i].name = l.Policy().Name()
+		if perr != nil {
+			ls[i].err = perr
+			continue
+		}
 		wg.Go(func() {
-			ls[i].name = l.Policy().Name()
-			kl, err := s.limiterFor(ctx, key, l)
+			kl, err := s.limiterFor(plan, zone, l)
 			if err == nil {
 				ls[i].u, err = kl.Usage(ctx, key)
 			}
@@ -38,9 +41,18 @@ func (s *source) read(ctx context.Context, key string) (limiters, caps []reading
 		})
 	}
 	for i, f := range s.caps {
+		cs[i].name = f.Policy().Name()
+		if perr != nil {
+			cs[i].err = perr
+			continue
+		}
 		wg.Go(func() {
-			cs[i].name = f.Policy().Name()
-			cs[i].u, cs[i].err = f.Usage(ctx, key)
+			kf, err := f.For(plan)
+			if err != nil {
+				cs[i].err = fmt.Errorf("console: cap %q under plan %q: %w", f.Policy().Name(), plan.Name, err)
+				return
+			}
+			cs[i].u, cs[i].err = kf.Usage(ctx, key)
 		})
 	}
 	wg.Wait()
@@ -55,18 +67,28 @@ type reading struct {
 	err  error
 }
 
-// limiterFor returns the limiter that decides key's requests in l's
-// place: Config.Resolve's choice, or l.
-func (s *source) limiterFor(ctx context.Context, key string, l *limiter.Limiter) (*limiter.Limiter, error) {
-	if s.resolve == nil {
-		return l, nil
+// lookup returns key's plan and zone: Config.Plan's, or none (nil, "":
+// every limit its own).
+func (s *source) lookup(ctx context.Context, key string) (*limiter.Plan, string, error) {
+	if s.plan == nil {
+		return nil, "", nil
 	}
-	kl, err := s.resolve(ctx, key, l)
+	plan, zone, err := s.plan(ctx, key)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("console: resolve %q: %w", l.Policy().Name(), err)
-	case kl == nil || !kl.Policy().SameUsage(l.Policy()):
-		return nil, fmt.Errorf("console: Config.Resolve returned no limiter of policy %q's usage", l.Policy().Name())
+		return nil, "", fmt.Errorf("console: the plan of %q: %w", key, err)
+	case plan == nil:
+		return nil, "", fmt.Errorf("console: Config.Plan returned no plan for %q and no error", key)
+	}
+	return plan, zone, nil
+}
+
+// limiterFor returns the limiter that decides the usage of l's policy
+// under plan in zone: l itself without a plan.
+func (s *source) limiterFor(plan *limiter.Plan, zone string, l *limiter.Limiter) (*limiter.Limiter, error) {
+	kl, err := l.For(plan, zone)
+	if err != nil {
+		return nil, fmt.Errorf("console: %q under the key's plan: %w", l.Policy().Name(), err)
 	}
 	return kl, nil
 }
@@ -95,7 +117,11 @@ func (s *source) refund(ctx context.Context, key, policy string, amount int64) e
 	if l == nil {
 		return &refusal{http.StatusBadRequest, fmt.Sprintf("console: no limiter has policy %q", policy)}
 	}
-	kl, err := s.limiterFor(ctx, key, l)
+	plan, zone, err := s.lookup(ctx, key)
+	if err != nil {
+		return err
+	}
+	kl, err := s.limiterFor(plan, zone, l)
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,7 @@ func newWindowView(w limiter.WindowStatus, r limiter.Rate, at time.Time) windowV
 	if _, l, ok := r.Calendar(); ok {
 		loc = l
 	}
-	reset := w.ResetAt()
+	reset := w.ResetAt
 	return windowView{
 		Window: w.Name, Limit: w.Limit, Used: w.Used, Remaining: w.Remaining, Debt: max(0, w.Used-w.Limit),
 		Reset: reset.UTC().Format(time.RFC3339), ResetIn: span(reset.Sub(at)),

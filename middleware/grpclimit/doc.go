@@ -23,8 +23,7 @@
 //   - denied: RESOURCE_EXHAUSTED, with a google.rpc.RetryInfo detail whose
 //     delay reaches the window's end, rounded up to whole seconds, a
 //     google.rpc.QuotaFailure naming the policy (never the key) and its
-//     limit in the HTTP body's words ("1000 per month",
-//     headers.DescribeLimit), and in the trailer the same metadata as an
+//     limit in the HTTP body's words ("1000 per month"), and in the trailer the same metadata as an
 //     admission, retry-after and grpc-retry-pushback-ms with the same
 //     delay, so that a grpc-go client with a retry policy for
 //     RESOURCE_EXHAUSTED waits until the window has turned (a denial
@@ -46,8 +45,8 @@
 // A stream is decided once, when it opens. Several limits are given to
 // one Interceptor with WithLimiter, or by chaining Interceptors; either
 // way the call carries one set of metadata, describing the most
-// restrictive decision. WithResolver picks the limiter per call (plans,
-// as limiter.Limiter.WithLimits of one usage), WithInFlight caps the
+// restrictive decision. WithPlans picks every limit per call from the
+// caller's plan and zone, on one usage, WithInFlight caps the
 // calls at once per key (a stream holds its slot until it ends), and
 // NewInFlight is a cap alone. WithMethods gives methods limiters of their own,
 // WithExempt lets health checks through, WithShadow watches a limit

@@ -78,7 +78,7 @@ func TestOneBudgetForBothDoors(t *testing.T) {
 }
 
 // TestOneTextForBothDoors (issue 32): a refusal names its limit alike
-// through both doors, in headers.DescribeLimit's words: the HTTP problem
+// through both doors, in one package's words (internal/refusal): the HTTP problem
 // body's detail and the gRPC QuotaFailure's description say "per 1m" of
 // a fixed window and "per day", "per week", "per month" of calendar
 // windows, never a Go duration ("743h0m0s").

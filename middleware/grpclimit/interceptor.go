@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc"
@@ -46,21 +47,42 @@ type capRule struct {
 // not usable.
 type Interceptor struct {
 	rules     []rule
-	shared    []verdict.Rule  // rules' limiters, as verdict.Life asks them
-	methods   map[string]rule // per full method, in place of rules[0]
+	own       limits             // the rules' and caps' limiters, as verdict.Life asks them
+	methods   map[string]*limits // per full method: rules[0] replaced by WithMethods'
 	caps      []capRule
 	key       KeyFunc // the interceptor's key: WithKey's, or PeerHost
 	limits    verdict.Limits
 	exempt    func(ctx context.Context, fullMethod string) bool
 	cost      func(ctx context.Context, fullMethod string) int64
-	resolve   func(ctx context.Context, fullMethod string) middleware.Limiter
+	lookup    func(ctx context.Context, fullMethod string) (*limiter.Plan, string, error) // WithPlans
 	onError   func(ctx context.Context, fullMethod string, err error) error
-	observe   middleware.Observer
+	observe   func(middleware.Event)
 	md        *headers.Writer // the metadata writer: lower-case names
 	mdOnAllow bool            // md writes something on an admission
 	held      int             // the one Reported rule whose decision a metered call's tally holds; -1 for none
 
 	maxPushback time.Duration // the longest wait a refusal pushes back; longer ones ask for no retry
+}
+
+// limits are the rates and caps a call is asked, and under WithPlans
+// their plans.
+type limits struct {
+	rules []verdict.Rule
+	caps  []*limiter.InFlight
+	plans *verdict.Plans
+}
+
+// plan makes ls's plans, when the interceptor has them (on).
+func (ls *limits) plan(on bool) error {
+	if !on {
+		return nil
+	}
+	p, err := verdict.NewPlans("WithPlans", ls.rules, ls.caps)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidOption, err)
+	}
+	ls.plans = p
+	return nil
 }
 
 // New returns an Interceptor that limits calls with l, keyed by the
@@ -82,8 +104,8 @@ func New(l middleware.Limiter, opts ...Option) (*Interceptor, error) {
 // no rate), or that has none. The cap is keyed by the interceptor's key
 // (WithKey, or PeerHost), and holds its slot while the handler runs:
 // until a unary call returns, until a stream ends. Options that concern
-// rates do not apply and are errors: WithLimiter, WithMethods, WithCost,
-// WithResolver. More caps: WithInFlight.
+// rates do not apply and are errors: WithLimiter, WithMethods, WithCost;
+// a cap per plan: WithPlans. More caps: WithInFlight.
 func NewInFlight(f *limiter.InFlight, opts ...Option) (*Interceptor, error) {
 	if f == nil {
 		return nil, fmt.Errorf("%w: NewInFlight: InFlight is nil", ErrInvalidOption)
@@ -126,7 +148,7 @@ func build(l middleware.Limiter, opts []Option) (*Interceptor, error) {
 		key:     c.key,
 		exempt:  c.exempt,
 		cost:    c.cost,
-		resolve: c.resolve,
+		lookup:  c.lookup,
 		onError: c.onError,
 		observe: c.observe,
 		limits:  verdict.Limits{Shadow: c.shadow, FailOpen: c.failOpen, Refunds: len(c.caps) > 0},
@@ -147,10 +169,10 @@ func build(l middleware.Limiter, opts []Option) (*Interceptor, error) {
 				return nil, err
 			}
 		}
-		ic.shared = append(ic.shared, ic.rules[i].rule)
+		ic.own.rules = append(ic.own.rules, ic.rules[i].rule)
 	}
 	for i := range ic.rules {
-		if _, ok := ic.rules[i].lim.(middleware.Refunder); !ok && (len(c.caps) > 0 || ic.limits.Settles) {
+		if _, ok := ic.rules[i].lim.(verdict.Refunder); !ok && (len(c.caps) > 0 || ic.limits.Settles) {
 			why := "WithInFlight (a call a cap refuses is refunded)"
 			if ic.limits.Settles {
 				why = "WithReported or WithBytes (a call any limit refuses is charged by none)"
@@ -160,12 +182,20 @@ func build(l middleware.Limiter, opts []Option) (*Interceptor, error) {
 		}
 	}
 	for _, cr := range c.caps {
-		ic.limits.Caps = append(ic.limits.Caps, cr.f)
+		ic.own.caps = append(ic.own.caps, cr.f)
+	}
+	if err := ic.own.plan(ic.lookup != nil); err != nil {
+		return nil, err
 	}
 	if len(c.methods) > 0 {
-		ic.methods = make(map[string]rule, len(c.methods))
+		ic.methods = make(map[string]*limits, len(c.methods))
 		for m, l := range c.methods {
-			ic.methods[m] = rule{lim: l, key: c.key, rule: verdict.NewRule(l)}
+			ml := &limits{rules: slices.Clone(ic.own.rules), caps: ic.own.caps}
+			ml.rules[0] = verdict.NewRule(l) // New's place: a fixed rule
+			if err := ml.plan(ic.lookup != nil); err != nil {
+				return nil, fmt.Errorf("%w (%s)", err, m)
+			}
+			ic.methods[m] = ml
 		}
 	}
 	w := c.headers
@@ -177,7 +207,7 @@ func build(l middleware.Limiter, opts []Option) (*Interceptor, error) {
 	}
 	ic.md = w.Lower()
 	ic.mdOnAllow = writesOnAllow(ic.md)
-	ic.held = ic.limits.Describing(ic.shared, ic.md.WritesEveryDecision())
+	ic.held = ic.limits.Describing(ic.own.rules, ic.md.WritesEveryDecision())
 	if ic.observe != nil && len(ic.limits.Reported.List) > 0 {
 		obs, units := ic.observe, ic.limits.Reported.List
 		ic.limits.Reported.Misreported = func(ctx context.Context, unit string, cost int64) {
@@ -278,37 +308,26 @@ func (ic *Interceptor) stream(srv any, ss grpc.ServerStream, info *grpc.StreamSe
 }
 
 // identify resolves every key of the call, the rules' then the caps',
-// its cost and the limiter of its first rule (WithMethods', then
-// WithResolver's); an error is the call's answer: a key that could not
-// be resolved, a resolver's limiter that cannot be asked.
+// its cost and the limiters that apply (WithMethods', then the plan's of
+// WithPlans); an error is the call's answer: a key that could not be
+// resolved, a plan that cannot apply.
 func (ic *Interceptor) identify(ctx context.Context, method string, l *verdict.Life) error {
 	l.Ctx = ctx
-	var first rule
-	byMethod := false
-	if len(ic.rules) > 0 {
-		first = ic.rules[0]
-		if r, ok := ic.methods[method]; ok {
-			first, byMethod = r, true
-		}
+	ls := &ic.own
+	if m, ok := ic.methods[method]; ok {
+		ls = m
 	}
 	for i := range ic.rules {
-		r := &ic.rules[i]
-		if i == 0 {
-			r = &first
-		}
-		k, err := r.key(ctx, method)
+		k, err := ic.rules[i].key(ctx, method)
 		if err == nil && k == "" {
 			err = errEmptyKey
 		}
 		if err != nil {
-			return ic.keyFailed(ctx, method, r.lim.Policy(), err)
+			return ic.keyFailed(ctx, method, ls.rules[i].Lim.Policy(), err)
 		}
 		l.Keys[i] = k
 	}
-	l.Rules = ic.shared
-	if byMethod {
-		l.First = first.rule
-	}
+	l.Rules, l.Caps = ls.rules, ls.caps
 	own := "" // the interceptor's key, resolved once for the caps that have none
 	for i, cr := range ic.caps {
 		var (
@@ -344,15 +363,9 @@ func (ic *Interceptor) identify(ctx context.Context, method string, l *verdict.L
 		}
 		return 0, false
 	})
-	if ic.resolve != nil && len(l.Rules) > 0 {
-		if rl := ic.resolve(ctx, method); rl != nil {
-			if u, ok := rl.(*verdict.Unavailable); ok {
-				rl = u.For(first.lim.Policy()) // decided as a store that failed
-			}
-			if err := verdict.Check(rl); err != nil {
-				return ic.resolverFailed(ctx, method, l.Keys[0], first.lim.Policy(), err)
-			}
-			l.First = verdict.NewRule(rl)
+	if ls.plans != nil {
+		if err := ic.plan(ctx, method, ls.plans, l); err != nil {
+			return err
 		}
 	}
 	if ic.observe != nil {
@@ -362,6 +375,32 @@ func (ic *Interceptor) identify(ctx context.Context, method string, l *verdict.L
 				Outcome: middleware.Outcome(e.Outcome), Decision: e.Decision, Err: e.Err, FailOpen: e.FailOpen, Duration: e.Duration, Cost: e.Cost})
 		}
 	}
+	return nil
+}
+
+// plan sets the call's rates and caps to its plan's (WithPlans); an
+// error is the call's answer. A lookup that failed leaves the call to
+// the failure policy, its rates failing with the lookup's error; a plan
+// that cannot apply is the server's mistake: INTERNAL (or the error
+// handler's), reported as Misconfigured with an error wrapping
+// middleware.ErrMisconfigured.
+func (ic *Interceptor) plan(ctx context.Context, method string, plans *verdict.Plans, l *verdict.Life) error {
+	plan, zone, err := ic.lookup(ctx, method)
+	if err != nil {
+		res := plans.Failing(err, &l.Keys, l.CapKeys[0])
+		l.Rules, l.Caps = res.Rules, res.Caps
+		return nil
+	}
+	res, err := plans.Resolve(plan, zone)
+	if err != nil {
+		err = fmt.Errorf("%w: WithPlans: %w", middleware.ErrMisconfigured, err)
+		if ic.observe != nil {
+			var req *http.Request
+			ic.observe(middleware.Event{Request: stand(&req, ctx, method), Key: l.Keys[0], Policy: plans.Policy(), Outcome: middleware.Misconfigured, Err: err})
+		}
+		return ic.failed(ctx, method, err, errInternal)
+	}
+	l.Rules, l.Caps = res.Rules, res.Caps
 	return nil
 }
 
@@ -429,19 +468,6 @@ func (ic *Interceptor) keyFailed(ctx context.Context, method string, p *limiter.
 		return answer
 	}
 	return ic.failed(ctx, method, err, answer)
-}
-
-// resolverFailed answers a call whose resolver (WithResolver) returned a
-// limiter that cannot be asked, a typed nil say: the server's mistake,
-// INTERNAL (or the error handler's), reported as Misconfigured with an
-// error wrapping middleware.ErrMisconfigured, never a panic.
-func (ic *Interceptor) resolverFailed(ctx context.Context, method string, key string, p *limiter.Policy, why error) error {
-	err := fmt.Errorf("%w: WithResolver returned a limiter that cannot be asked: %v", middleware.ErrMisconfigured, why)
-	if ic.observe != nil {
-		var req *http.Request
-		ic.observe(middleware.Event{Request: stand(&req, ctx, method), Key: key, Policy: p, Outcome: middleware.Misconfigured, Err: err})
-	}
-	return ic.failed(ctx, method, err, errInternal)
 }
 
 // stand returns the observer's stand-in request for the call, making it

@@ -29,11 +29,11 @@ type config struct {
 	caps     []capRule
 	exempt   func(ctx context.Context, fullMethod string) bool
 	cost     func(ctx context.Context, fullMethod string) int64
-	resolve  func(ctx context.Context, fullMethod string) middleware.Limiter
+	lookup   func(ctx context.Context, fullMethod string) (*limiter.Plan, string, error) // WithPlans
 	onError  func(ctx context.Context, fullMethod string, err error) error
 	failOpen bool
 	shadow   bool
-	observe  middleware.Observer
+	observe  func(middleware.Event)
 	headers  *headers.Writer
 	pushback time.Duration // WithMaxPushback's bound
 	given    given         // the options given, for New to check
@@ -52,7 +52,7 @@ const (
 	givenObserver
 	givenHeaders
 	givenMaxPushback
-	givenResolver
+	givenPlans
 	givenErrorHandler
 )
 
@@ -78,7 +78,7 @@ func (c *config) check() error {
 		{givenCost, c.cost == nil, "WithCost", "cost function"},
 		{givenObserver, c.observe == nil, "WithObserver", "observer"},
 		{givenHeaders, c.headers == nil, "WithHeaders", "writer"},
-		{givenResolver, c.resolve == nil, "WithResolver", "resolver"},
+		{givenPlans, c.lookup == nil, "WithPlans", "lookup"},
 		{givenErrorHandler, c.onError == nil, "WithErrorHandler", "handler"},
 	}
 	for _, n := range nils {
@@ -108,7 +108,7 @@ func (c *config) check() error {
 			name  string
 		}{
 			{len(c.extra) > 0, optionOf(c.extra)}, {c.given&givenMethods != 0, "WithMethods"},
-			{c.given&givenCost != 0, "WithCost"}, {c.given&givenResolver != 0, "WithResolver"},
+			{c.given&givenCost != 0, "WithCost"},
 		} {
 			if o.given {
 				return fmt.Errorf("%w: %s does not apply to NewInFlight, which applies no rate: use New", ErrInvalidOption, o.name)
@@ -219,25 +219,27 @@ func WithMethods(m map[string]middleware.Limiter) Option {
 	return func(c *config) { c.methods, c.given = m, c.given|givenMethods }
 }
 
-// WithResolver chooses, per call, the limiter that applies in place of
-// New's (or the one WithMethods gives the method), as the HTTP
-// middleware's WithResolver does per request: plans, typically, looked up
-// from the caller's identity. A nil result means that limiter. For plans
-// over one usage, so that a customer moved to another plan keeps what
-// they used, return limiters of New's limiter's WithLimits
-// (limiter.Limiter.WithLimits: the same limits give the same limiter). A
-// typed nil result (a *limiter.Limiter left nil by a missed map lookup)
-// is the server's mistake: INTERNAL (or the error handler's answer),
-// reported as Misconfigured with an error wrapping
-// middleware.ErrMisconfigured, never a panic. Limiters added with
-// WithLimiter are not resolved.
+// WithPlans chooses every limit of the interceptor per call from the
+// caller's plan, as middleware.WithPlans does per request: lookup(ctx,
+// fullMethod) returns the call's plan (a limiter.Plan, declared once)
+// and the zone its calendar rates count in ("" for the policies' own),
+// and every rate (New's, or the one WithMethods gives the method, and
+// WithLimiter's, WithReported's, WithBytes') applies the plan's limits
+// for its policy, every cap (WithInFlight) the plan's maximum, on the
+// same usage as the HTTP middleware's over the same limiters. Every
+// limiter of the interceptor must be a *limiter.Limiter.
 //
-// A resolver whose lookup failed returns middleware.Unavailable(err): the
-// call takes the failure policy, as for a store that failed
-// (UNAVAILABLE, or the error handler's answer; through with
-// WithFailOpen).
-func WithResolver(f func(ctx context.Context, fullMethod string) middleware.Limiter) Option {
-	return func(c *config) { c.resolve, c.given = f, c.given|givenResolver }
+// A lookup that fails takes the failure policy, as a store that failed
+// does (UNAVAILABLE, or the error handler's answer; through with
+// WithFailOpen). A lookup whose answer cannot apply (no plan, limits
+// that do not fit a policy, a cap below 1, a zone the tz database does
+// not have) is the server's mistake: INTERNAL (or the error handler's
+// answer), reported as Misconfigured with an error wrapping
+// middleware.ErrMisconfigured. Resolutions are kept per plan and zone
+// (at most 4096), keyed by the Plan's address: a Plan must not change
+// once used.
+func WithPlans(lookup func(ctx context.Context, fullMethod string) (plan *limiter.Plan, zone string, err error)) Option {
+	return func(c *config) { c.lookup, c.given = lookup, c.given|givenPlans }
 }
 
 // WithInFlight caps how many calls run at once per key: at most the
@@ -248,7 +250,7 @@ func WithResolver(f func(ctx context.Context, fullMethod string) middleware.Limi
 // cap's wait (the time its slots were held on average lately, at least
 // 1s: see limiter.InFlight) in RetryInfo and the pushback, and charges
 // nothing: every rate that admitted it is refunded, so every limiter of
-// the interceptor must be a middleware.Refunder (*limiter.Limiter is):
+// the interceptor must have a Refund method, as *limiter.Limiter has:
 // New refuses the option otherwise. An admitted call holds its slot while
 // the handler runs: a unary call until it returns, a stream until it
 // ends, on every path (a return, an error, a panic, a client that
@@ -310,7 +312,7 @@ func WithShadow() Option { return func(c *config) { c.shadow = true } }
 // is POST, URL.Path, RequestURI and Pattern are the full method, Proto is
 // HTTP/2.0; it has no header. Decision latency is measured only when an
 // observer is set.
-func WithObserver(f middleware.Observer) Option {
+func WithObserver(f func(middleware.Event)) Option {
 	return func(c *config) { c.observe, c.given = f, c.given|givenObserver }
 }
 

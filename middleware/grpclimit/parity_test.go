@@ -29,13 +29,13 @@ func plan(ctx context.Context) string {
 	return ""
 }
 
-// TestResolverPlans: plans chosen per call, on unary and server-streaming
-// calls over a real server. free is New's limiter (2 a minute), pro its
-// WithLimits (5): a client that spent free's 2 and is moved to pro within
-// the minute keeps them, and gets 3 more, not 5. A plan the resolver's
-// map does not know is a typed nil: INTERNAL, Misconfigured with
-// middleware.ErrMisconfigured, never a panic.
-func TestResolverPlans(t *testing.T) {
+// TestPlans: plans chosen per call, on unary and server-streaming calls
+// over a real server. free is the policy's own limit (2 a minute), pro
+// 5: a client that spent free's 2 and is moved to pro within the minute
+// keeps them, and gets 3 more, not 5. A plan the lookup's map does not
+// know is nil: INTERNAL, Misconfigured with middleware.ErrMisconfigured,
+// never a panic.
+func TestPlans(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		call func(testing.TB, healthpb.HealthClient, ...string) answer
@@ -45,11 +45,7 @@ func TestResolverPlans(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			free, _ := newLimiter(t, limiter.MustPolicy("plan", limiter.PerMinute(2)), noon30)
-			pro, err := free.WithLimits(5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			plans := map[string]*limiter.Limiter{"pro": pro}
+			plans := map[string]*limiter.Plan{"": {Name: "free"}, "pro": {Name: "pro", Limits: map[string][]int64{"plan": {5}}}}
 			var (
 				mu     sync.Mutex
 				events []middleware.Event
@@ -60,11 +56,8 @@ func TestResolverPlans(t *testing.T) {
 					defer mu.Unlock()
 					events = append(events, e)
 				}),
-				grpclimit.WithResolver(func(ctx context.Context, _ string) middleware.Limiter {
-					if p := plan(ctx); p != "" {
-						return plans[p] // a typed nil for a plan the map does not know
-					}
-					return nil // New's: free
+				grpclimit.WithPlans(func(ctx context.Context, _ string) (*limiter.Plan, string, error) {
+					return plans[plan(ctx)], "", nil // nil for a plan the map does not know
 				}))
 			client := serve(t, interceptors(ic)...)
 			for i, want := range []codes.Code{codes.OK, codes.OK, codes.ResourceExhausted} {
@@ -283,7 +276,7 @@ func TestNewInFlightAlone(t *testing.T) {
 	for _, opt := range []grpclimit.Option{
 		grpclimit.WithLimiter(l, grpclimit.PeerHost()),
 		grpclimit.WithCost(func(context.Context, string) int64 { return 2 }),
-		grpclimit.WithResolver(func(context.Context, string) middleware.Limiter { return nil }),
+		grpclimit.WithMethods(map[string]middleware.Limiter{"/grpc.health.v1.Health/Check": l}),
 	} {
 		if _, err := grpclimit.NewInFlight(f, opt); !errors.Is(err, grpclimit.ErrInvalidOption) {
 			t.Errorf("NewInFlight with an option of rates: %v, want ErrInvalidOption", err)
@@ -338,11 +331,10 @@ func (f *failing) Allow(context.Context, string, int64) (limiter.Decision, error
 
 func (f *failing) Policy() *limiter.Policy { return f.p }
 
-// A resolver whose plan lookup failed returns middleware.Unavailable:
-// the call takes the failure policy, UNAVAILABLE (or through with
-// WithFailOpen), charged nothing; the observer sees Error with the
-// lookup's error.
-func TestResolverLookupFailureTakesTheFailurePolicy(t *testing.T) {
+// A plan lookup that failed takes the failure policy, UNAVAILABLE (or
+// through with WithFailOpen), charged nothing; the observer sees Error
+// with the lookup's error.
+func TestPlanLookupFailureTakesTheFailurePolicy(t *testing.T) {
 	dbDown := errors.New("plans: connection refused")
 	for _, failOpen := range []bool{false, true} {
 		base, _ := newLimiter(t, limiter.MustPolicy("plan", limiter.PerMinute(5)), noon30)
@@ -352,7 +344,7 @@ func TestResolverLookupFailureTakesTheFailurePolicy(t *testing.T) {
 		)
 		opts := []grpclimit.Option{
 			grpclimit.WithObserver(func(e middleware.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }),
-			grpclimit.WithResolver(func(context.Context, string) middleware.Limiter { return middleware.Unavailable(dbDown) }),
+			grpclimit.WithPlans(func(context.Context, string) (*limiter.Plan, string, error) { return nil, "", dbDown }),
 		}
 		want := codes.Unavailable
 		if failOpen {

@@ -157,7 +157,7 @@ func (s *state) flush() {
 	case s.decided && s.every:
 		var room [verdict.MaxPolicies]limiter.Decision
 		best, all, n := s.v.Describe(&room)
-		s.md.Write(http.Header(md), &best, all[:n]...)
+		verdict.WriteAll(s.md, http.Header(md), &best, all[:n], s.caps)
 	case s.decided:
 		var best limiter.Decision
 		if s.t != nil {
@@ -166,9 +166,8 @@ func (s *state) flush() {
 			best = s.v.Described()
 		}
 		s.md.WriteBuffer(&s.hdr, http.Header(md), &best)
-	}
-	if s.caps != nil {
-		verdict.WriteCaps(s.md, http.Header(md), s.caps)
+	case s.caps != nil:
+		verdict.WriteAll(s.md, http.Header(md), nil, nil, s.caps)
 	}
 	if len(md) > 0 {
 		_ = s.setHeader(md)

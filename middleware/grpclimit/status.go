@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/internal/refusal"
 	"github.com/fixedwindow/ratelimit/internal/verdict"
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -99,7 +99,7 @@ func (ic *Interceptor) deny(ctx context.Context, ss grpc.ServerStream, outer *st
 		// header metadata of their own.
 		outer.flushed.Store(true)
 	}
-	secs := headers.RetryAfterSeconds(d.RetryAfter)
+	secs := refusal.Seconds(d.RetryAfter)
 	if d.CostExceedsLimit {
 		secs = 0 // no wait admits the cost: never retry
 		md[PushbackTrailer] = []string{noRetry}
@@ -126,12 +126,12 @@ func pushback(secs int64, bound time.Duration) string {
 // denial returns the RESOURCE_EXHAUSTED status of a refusal that lifts in
 // secs seconds: RetryInfo with that delay, and a QuotaFailure that names
 // the policy and its limit, never the key, in the words of the HTTP
-// problem body's detail (headers.DescribeRefusal: "rate limit of 1000
-// per month exceeded; retry in 30 seconds"), as the status message is.
+// problem body's detail ("rate limit of 1000 per month exceeded; retry
+// in 30 seconds"), as the status message is.
 // A cost no wait admits (d.CostExceedsLimit) has no RetryInfo: a client
 // must not retry it.
 func denial(d *limiter.Decision, secs int64) error {
-	text := headers.DescribeRefusal(d, secs) // the HTTP problem body's detail
+	text := refusal.Text(d, secs) // the HTTP problem body's detail
 	st := status.New(codes.ResourceExhausted, text)
 	name := "default"
 	if d.Policy != nil {

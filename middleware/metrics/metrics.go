@@ -22,8 +22,8 @@ var (
 	ErrInvalidOption = errors.New("metrics: invalid option")
 )
 
-// Metrics holds the collectors. Its Observe method is a
-// middleware.Observer; its ObserveStore method is an observer for
+// Metrics holds the collectors. Its Observe method is an
+// observer for middleware.WithObserver; its ObserveStore method is an observer for
 // redisstore.WithObserver. The zero Metrics is not usable; call New.
 type Metrics struct {
 	decisions *prometheus.CounterVec
@@ -137,8 +137,8 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	return m, nil
 }
 
-// Observe records one middleware event. It is a middleware.Observer:
-// pass m.Observe to middleware.WithObserver.
+// Observe records one middleware event. Pass m.Observe to
+// middleware.WithObserver (and grpclimit.WithObserver).
 func (m *Metrics) Observe(e middleware.Event) {
 	pm := m.policies.get(m, e.Policy)
 	if int(e.Outcome) < len(pm.outcomes) && pm.outcomes[e.Outcome] != nil {
@@ -162,7 +162,7 @@ func (m *Metrics) Observe(e middleware.Event) {
 	}
 }
 
-var _ middleware.Observer = (*Metrics)(nil).Observe
+var _ func(middleware.Event) = (*Metrics)(nil).Observe
 
 // timed reports whether e's duration is the limiter's answer time: every
 // decision and error, even a 0 from a stopped test clock, but no key

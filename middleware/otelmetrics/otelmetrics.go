@@ -42,8 +42,8 @@ var (
 	ErrInvalidOption = errors.New("otelmetrics: invalid option")
 )
 
-// Metrics holds the instruments. Its Observe method is a
-// middleware.Observer; its ObserveStore method is an observer for
+// Metrics holds the instruments. Its Observe method is an
+// observer for middleware.WithObserver; its ObserveStore method is an observer for
 // redisstore.WithObserver. The zero Metrics is not usable; call New.
 type Metrics struct {
 	decisions metric.Int64Counter
@@ -136,8 +136,8 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 }
 
 // Observe records one middleware event, and adds it to the request's span
-// if that is recording. It is a middleware.Observer: pass m.Observe to
-// middleware.WithObserver.
+// if that is recording. Pass m.Observe to middleware.WithObserver (and
+// grpclimit.WithObserver).
 func (m *Metrics) Observe(e middleware.Event) {
 	ctx := context.Background()
 	if e.Request != nil {
@@ -167,7 +167,7 @@ func (m *Metrics) Observe(e middleware.Event) {
 	}
 }
 
-var _ middleware.Observer = (*Metrics)(nil).Observe
+var _ func(middleware.Event) = (*Metrics)(nil).Observe
 
 // timed reports whether e's duration is the limiter's answer time: every
 // decision and error, even a 0 from a stopped test clock, but no key

@@ -1,4 +1,4 @@
-package headers
+package refusal
 
 import (
 	"math"
@@ -26,8 +26,8 @@ func TestRetryAfterSeconds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := RetryAfterSeconds(tt.in); got != tt.want {
-				t.Fatalf("RetryAfterSeconds(%v) = %d, want %d", tt.in, got, tt.want)
+			if got := Seconds(tt.in); got != tt.want {
+				t.Fatalf("Seconds(%v) = %d, want %d", tt.in, got, tt.want)
 			}
 		})
 	}
@@ -45,8 +45,8 @@ func TestUnixCeil(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := unixCeil(tt.in); got != tt.want {
-				t.Fatalf("unixCeil(%v) = %d, want %d", tt.in, got, tt.want)
+			if got := UnixCeil(tt.in); got != tt.want {
+				t.Fatalf("UnixCeil(%v) = %d, want %d", tt.in, got, tt.want)
 			}
 		})
 	}

@@ -1,0 +1,193 @@
+package limiter
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/calendar"
+	"github.com/fixedwindow/ratelimit/internal/cow"
+)
+
+// A Plan is what one kind of customer may use: a limit per rate of each
+// policy it names, and a maximum per in-flight cap it names. Declare
+// each plan once, as a value, and look a customer's plan up per request
+// (middleware.WithPlans and grpclimit's do it for every limit and cap of
+// a door at once); Limiter.For and InFlight.For apply one to a limiter
+// or a cap.
+//
+// A plan changes limits, never usage: counters belong to the key, under
+// a policy's name and windows (see Policy), so a customer moved from one
+// plan to another within a month keeps what they used of every unit. A
+// policy or a cap the plan does not name keeps its own limits: declare
+// the common ones in the policies and the differences in the plans.
+//
+//	free := &limiter.Plan{Name: "free",
+//		Limits: map[string][]int64{"api": {1_000, 10}, "tokens": {50_000}}, // api: a month, a minute
+//		Caps:   map[string]int64{"exports": 2}}
+//
+// A Plan must not change once used: limiters derived from it are kept.
+// The zero Plan names no limit.
+type Plan struct {
+	// Name names the plan in errors, and for the doors' lookups.
+	Name string
+	// Limits are the plan's limits by policy name: one per rate of the
+	// policy, in its order, each as NewPolicy checks it.
+	Limits map[string][]int64
+	// Caps are the plan's in-flight maxima by cap name (NewInFlight's):
+	// 1 to MaxLimit.
+	Caps map[string]int64
+}
+
+// maxVariants bounds the limiters For keeps per limiter (a plan's limits
+// in a zone), and the caps per cap: a lookup that makes a plan per
+// request must not grow them without end. Past it, For builds a fresh
+// one each time, as correct and dearer.
+const maxVariants = 4096
+
+// A variant names a limiter For derived: its limits (one per rate, in
+// order) and the zone its calendar rates count in ("" for the policy's
+// own).
+type variant struct {
+	limits [MaxWindows]int64
+	zone   string
+}
+
+// For returns the limiter that decides the usage of l's policy under
+// plan's limits for it (plan.Limits[name], one per rate; the policy's own
+// when plan is nil or names none), with every calendar rate of the
+// policy counted in zone (a name of the tz database, "Asia/Kolkata",
+// checked and loaded once; "" keeps the policy's own zones). It shares
+// l's store, clock, claim and life; For on a limiter For returned
+// derives from the policy New was given.
+//
+// One limiter decides customers in any zone: each is counted in the
+// windows of their own zone (a month from their own midnight on the 1st,
+// its X-RateLimit-Reset at that midnight), under counters named by the
+// policy's name, its windows and that zone (see Policy.ID). A customer
+// whose zone changes is counted in the new zone's windows from then on:
+// windows of fixed length (a minute) keep their counts, being the same
+// windows whatever the zone, while the calendar windows of the new zone
+// start from what was counted in them (nothing, for a zone never used),
+// and those of the old zone keep theirs, found again should the customer
+// move back within them. So a zone that a customer may change freely
+// lends one period's budget per zone: apply such a change at the next
+// period's start (docs/algorithm.md shows how).
+//
+// Limiters are kept per limits and zone, at most 4096 of them, and
+// looked up without a lock: call For per request. Errors wrap
+// ErrInvalidPolicy: limits of another count than the policy's rates, or
+// out of a rate's range; a zone the tz database does not have, or that
+// names no zone ("Local", a path); and ErrClosed.
+func (l *Limiter) For(plan *Plan, zone string) (*Limiter, error) {
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	root := l.root
+	var limits []int64
+	if plan != nil {
+		limits = plan.Limits[root.policy.name]
+	}
+	if limits == nil && zone == "" {
+		return root, nil
+	}
+	var k variant
+	if limits != nil {
+		if len(limits) != len(root.policy.rates) {
+			return nil, fmt.Errorf("%w: plan %q: policy %q has %d rates, given %d limits", ErrInvalidPolicy, plan.Name, root.policy.name, len(root.policy.rates), len(limits))
+		}
+		copy(k.limits[:], limits)
+	} else {
+		for i, r := range root.policy.rates {
+			k.limits[i] = r.Limit
+		}
+	}
+	k.zone = zone
+	if v, ok := l.variants.Get(k); ok {
+		return v, nil
+	}
+	if zone == "" && sameLimits(root.policy, k.limits) {
+		return root, nil
+	}
+	var loc *time.Location
+	if zone != "" {
+		var err error
+		if loc, err = calendar.Zone(zone); err != nil {
+			return nil, fmt.Errorf("%w: policy %q: %v", ErrInvalidPolicy, root.policy.name, err)
+		}
+	}
+	q, err := root.policy.derive(k.limits[:len(root.policy.rates)], loc)
+	if err != nil {
+		if plan != nil {
+			err = fmt.Errorf("plan %q: %w", plan.Name, err)
+		}
+		return nil, err
+	}
+	return l.variants.Add(k, &Limiter{policy: q, shared: l.shared}), nil
+}
+
+// sameLimits reports whether limits are p's own, rate by rate.
+func sameLimits(p *Policy, limits [MaxWindows]int64) bool {
+	for i, r := range p.rates {
+		if limits[i] != r.Limit {
+			return false
+		}
+	}
+	return true
+}
+
+// derive returns a policy of p's name, windows and unit under limits,
+// one per rate, with every calendar rate counted in loc (nil: its own
+// zone), checked as NewPolicy checks its rates.
+func (p *Policy) derive(limits []int64, loc *time.Location) (*Policy, error) {
+	rates := append([]Rate(nil), p.rates...)
+	for i := range rates {
+		rates[i].Limit = limits[i]
+		if loc != nil && rates[i].period != 0 {
+			rates[i].loc = loc
+		}
+	}
+	q, err := NewPolicy(p.name, rates...)
+	if err != nil {
+		return nil, err
+	}
+	q.unit = p.unit
+	return q, nil
+}
+
+// For returns the cap of f's name and slots under plan's maximum for it
+// (plan.Caps[name]; f's own when plan is nil or names none): one cap of
+// slots, whatever the plan, so that a customer moved to another plan
+// keeps the slots they hold. It shares f's store, clock, lease and life,
+// and is kept per maximum, looked up without a lock: call For per
+// request. Errors wrap ErrInvalidPolicy (a maximum out of [1,
+// MaxLimit]), or are ErrClosed.
+func (f *InFlight) For(plan *Plan) (*InFlight, error) {
+	root := f.root()
+	if root.closed.Load() {
+		return nil, ErrClosed
+	}
+	if plan == nil {
+		return root, nil
+	}
+	m, ok := plan.Caps[root.policy.name]
+	if !ok || m == root.policy.inFlight {
+		return root, nil
+	}
+	if v, ok := root.variants.Get(m); ok {
+		return v, nil
+	}
+	if m <= 0 || m > MaxLimit {
+		return nil, fmt.Errorf("%w: plan %q: in-flight cap %q: max %d must be in [1, %d]", ErrInvalidPolicy, plan.Name, root.policy.name, m, MaxLimit)
+	}
+	p := root.policy
+	v := &InFlight{policy: &Policy{name: p.name, id: p.id, tag: p.tag, uid: p.uid, inFlight: m},
+		store: root.store, clock: root.clock, lease: root.lease, base: root}
+	return root.variants.Add(m, v), nil
+}
+
+// newVariants returns the limiters' cache of a limiter New made.
+func newVariants[K comparable, V any]() *cow.Map[K, V] {
+	m := new(cow.Map[K, V])
+	m.SetBound(maxVariants)
+	return m
+}
