@@ -13,6 +13,10 @@ import (
 // back, but for a cost no wait can admit: d.CostExceedsLimit, whose body
 // says so), Cache-Control: no-store, and a short body, plain text or RFC
 // 9457 problem+json (WithProblemJSON). It never writes an error's text.
+// A window shorter than a second is refused as HTTP can say it:
+// Retry-After, X-RateLimit-Reset and the draft's t count whole seconds,
+// rounded up, at least 1; the problem body adds the exact wait in
+// milliseconds, "retry_after_ms":70, for a client that can wait less.
 // all lists the decisions of every limit that applied to the request,
 // as Write takes them: d is the refusal, and the draft fields and each
 // unit's set describe every one.
@@ -84,6 +88,10 @@ func (w *Writer) problemBody(d *limiter.Decision, retry int64) []byte {
 	if !refusal.Never(d) {
 		b = append(b, `,"retry_after":`...)
 		b = strconv.AppendInt(b, retry, 10)
+	}
+	if ms, ok := refusal.SubSecond(d); ok {
+		b = append(b, `,"retry_after_ms":`...)
+		b = strconv.AppendInt(b, ms, 10)
 	}
 	if d != nil && (d.Window > 0 || inFlight) {
 		b = append(b, `,"violated-policies":["`...)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,32 @@ func TestWriteDeniedCostExceedsLimit(t *testing.T) {
 	}
 	if got := refusal.Text(&d, 99); got != detail {
 		t.Fatalf("refusal.Text = %q, want %q", got, detail)
+	}
+}
+
+// TestSubSecondWindowRefusal (issue 40): a window of 100 ms refused 70 ms
+// before it ends is told as HTTP can tell it, Retry-After and the
+// draft's t at 1 (whole seconds, at least 1) and X-RateLimit-Reset at the
+// next whole second, and exactly in the problem body: retry_after_ms 70.
+func TestSubSecondWindowRefusal(t *testing.T) {
+	l, _ := newLimiter(t, limiter.MustPolicy("api", limiter.Rate{Limit: 2, Window: 100 * time.Millisecond}), noon30.Add(30*time.Millisecond))
+	d := allow(t, l, 3)
+	rec := httptest.NewRecorder()
+	newWriter(t, WithDraftHeaders(), WithProblemJSON("", "")).WriteDenied(rec, httptest.NewRequest(http.MethodGet, "/", nil), &d)
+	h := rec.Header()
+	for name, want := range map[string]string{
+		"Retry-After": "1", "RateLimit": `"api";r=0;t=1`, "X-RateLimit-Reset": strconv.FormatInt(noon30.Unix()+1, 10),
+	} {
+		if got := h.Get(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if !strings.Contains(rec.Body.String(), `"retry_after":1,"retry_after_ms":70,`) {
+		t.Errorf("body %s, want retry_after 1 and retry_after_ms 70", rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	newWriter(t, WithProblemJSON("", "")).WriteDenied(rec, nil, &limiter.Decision{Window: time.Minute, RetryAfter: 30 * time.Second})
+	if strings.Contains(rec.Body.String(), "retry_after_ms") {
+		t.Errorf("a minute's refusal: body %s, want no retry_after_ms", rec.Body)
 	}
 }

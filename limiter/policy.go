@@ -33,6 +33,15 @@ const maxNameLen = 64
 // Window is a whole number of milliseconds, at least 1 ms, and Limit ×
 // Window in ms is at most 2^53. The zero Rate is invalid.
 //
+// A literal is a Rate as good as PerSecond's: Rate{Limit: 10, Window:
+// 100 * time.Millisecond} is ten per tenth of a second. Nothing is
+// checked when a Rate is made, literal or not: NewPolicy (and MustPolicy,
+// which panics instead) checks every rate of a policy and names the bad
+// one in an error wrapping ErrInvalidPolicy, so no limiter ever holds an
+// invalid Rate. A window under a second is exact in the limiter, and told
+// as HTTP can tell it: the headers count whole seconds, rounded up, at
+// least 1 (see package headers).
+//
 // A calendar rate (PerDayIn, PerWeekIn, PerMonthIn) admits Limit per
 // day, ISO week or month of its location instead: its windows start at
 // the local midnights of the zone, whatever the machine's own zone, and
@@ -42,7 +51,8 @@ const maxNameLen = 64
 // first instant that does. Its Window is zero, since its windows' lengths
 // vary: Calendar describes it, and a Decision's Window gives the length
 // of the current one. Its Limit is 1 to MaxLimit, with no exact-integer
-// rule (see docs/algorithm.md). Build one with those functions; only its
+// rule (see docs/algorithm.md). Build a calendar rate with those
+// functions: its zone and period cannot be written in a literal; its
 // Limit may be changed.
 type Rate struct {
 	Limit  int64

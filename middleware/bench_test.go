@@ -264,7 +264,7 @@ func TestAllowPathAllocations(t *testing.T) {
 		{"draft_headers", newMiddleware(t, site, middleware.WithHeaders(draft))(bare), 2},
 		{"reported", newMiddleware(t, site, middleware.WithReported(tokens, nil, nil))(reports), 2},
 		{"bytes", newMiddleware(t, site, middleware.WithBytes(sent, nil))(writes), 2},
-		{"exempt", newMiddleware(t, site, middleware.WithExempt(func(*http.Request) bool { return true }))(bare), 0},
+		{"exempt", newMiddleware(t, site, middleware.WithExempt(func(*http.Request, string) bool { return true }))(bare), 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := clientRequests(1)[0]

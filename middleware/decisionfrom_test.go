@@ -29,7 +29,7 @@ func TestDecisionFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	health := func(r *http.Request) bool { return r.URL.Path == "/healthz" }
+	health := func(r *http.Request, _ string) bool { return r.URL.Path == "/healthz" }
 	tests := []struct {
 		name       string
 		mw         func(t *testing.T) func(http.Handler) http.Handler

@@ -161,7 +161,7 @@ func ExampleWithExempt() {
 		log.Fatal(err)
 	}
 	defer l.Close()
-	health := func(r *http.Request) bool { return r.URL.Path == "/healthz" }
+	health := func(r *http.Request, _ string) bool { return r.URL.Path == "/healthz" }
 	mw, err := middleware.New(l, middleware.WithExempt(health))
 	if err != nil {
 		log.Fatal(err)

@@ -76,7 +76,7 @@ func (c *config) meter(i int, m verdict.Meter) error {
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	if r.key == nil {
-		r.key = c.key
+		r.key, r.own = c.key, true
 	}
 	return nil
 }

@@ -50,6 +50,7 @@ const maxLimiters = verdict.MaxRules
 type rule struct {
 	lim     Limiter
 	key     keyfunc.Func
+	own     bool                        // key is the middleware's, resolved once per request
 	rule    verdict.Rule                // lim, as the shared admission asks it
 	reserve func(r *http.Request) int64 // a reported rule's reservation (WithReported); nil: 1
 }
@@ -124,7 +125,7 @@ func build(l Limiter, opts []Option) (func(http.Handler) http.Handler, error) {
 		c.key = k
 	}
 	if l != nil {
-		c.rules = append([]rule{{lim: l, key: c.key}}, c.extra...)
+		c.rules = append([]rule{{lim: l, key: c.key, own: true}}, c.extra...)
 	}
 	if len(c.rules) > maxLimiters {
 		return nil, fmt.Errorf("%w: %d limiters, at most %d", ErrInvalidOption, len(c.rules), maxLimiters)
@@ -222,12 +223,13 @@ func MustNew(l Limiter, opts ...Option) func(http.Handler) http.Handler {
 // and settle (refunds by status, slots given back).
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := h.cfg
-	if c.exempt != nil && c.exempt(r) {
+	var own ownKey
+	if c.exempt != nil && c.exempt(r, own.of(c.key, r)) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
 	var l verdict.Life
-	if !h.identify(w, r, &l) {
+	if !h.identify(w, r, &l, &own) {
 		return
 	}
 	l.Admit(&c.limits)
@@ -253,16 +255,53 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.serve(w, r, rec, m, &l)
 }
 
-// identify resolves every key of the request, the rules' then the caps',
-// its cost and, with WithPlans, the limits of its plan; false when it
-// has answered the request: a key that could not be resolved, a plan
-// that cannot apply.
-func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Life) bool {
+// ownKey is the middleware's key of one request (WithKey's, or the
+// default), resolved once for WithExempt, every rule and cap whose key
+// it is, and the observer.
+type ownKey struct {
+	key  string
+	err  error
+	done bool
+}
+
+// of returns the key f resolves for r, resolving it on first use: ""
+// when it could not (get says why).
+func (o *ownKey) of(f keyfunc.Func, r *http.Request) string {
+	k, _ := o.get(f, r)
+	return k
+}
+
+// get returns the key f resolves for r, resolving it on first use, or
+// why there is none (an empty key is errEmptyKey).
+func (o *ownKey) get(f keyfunc.Func, r *http.Request) (string, error) {
+	if !o.done {
+		o.key, o.err = f(r)
+		o.done = true
+		if o.err == nil && o.key == "" {
+			o.err = errEmptyKey
+		}
+		if o.err != nil {
+			o.key = ""
+		}
+	}
+	return o.key, o.err
+}
+
+// identify resolves every key of the request, the rules' then the caps'
+// (the middleware's own once, in own), its cost and, with WithPlans, the
+// limits of its plan; false when it has answered the request: a key that
+// could not be resolved, a plan that cannot apply.
+func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Life, own *ownKey) bool {
 	c := h.cfg
 	l.Ctx = r.Context()
 	for i := range c.rules {
-		k, err := c.rules[i].key(r)
-		if err == nil && k == "" {
+		var (
+			k   string
+			err error
+		)
+		if c.rules[i].own {
+			k, err = own.get(c.key, r)
+		} else if k, err = c.rules[i].key(r); err == nil && k == "" {
 			err = errEmptyKey
 		}
 		if err != nil {
@@ -272,24 +311,14 @@ func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Li
 		l.Keys[i] = k
 	}
 	l.Rules, l.Caps = c.shared, c.capLimits
-	own := "" // the middleware's key, resolved once for the caps that have none
 	for i := range c.caps {
 		var (
 			k   string
 			err error
 		)
-		switch {
-		case c.caps[i].key != nil:
-			k, err = c.caps[i].key(r)
-		case len(l.Rules) > 0:
-			k = l.Keys[0]
-		case own != "":
-			k = own
-		default:
-			k, err = c.key(r)
-			own = k
-		}
-		if err == nil && k == "" {
+		if c.caps[i].key == nil {
+			k, err = own.get(c.key, r)
+		} else if k, err = c.caps[i].key(r); err == nil && k == "" {
 			err = errEmptyKey
 		}
 		if err != nil {

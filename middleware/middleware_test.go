@@ -3,8 +3,11 @@ package middleware_test
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,7 +37,7 @@ func TestServeHTTPBranches(t *testing.T) {
 	denied := decision(p, 10, now, 1)
 	storeErr := errors.New("redisstore: dial tcp 10.9.8.7:6379: connection refused")
 	emptyKey := func(*http.Request) (string, error) { return "", nil }
-	byHeader := func(r *http.Request) bool { return r.Header.Get("X-Health") == "1" }
+	byHeader := func(r *http.Request, _ string) bool { return r.Header.Get("X-Health") == "1" }
 	limitHeaders := map[string]string{"X-RateLimit-Limit": "", "X-RateLimit-Remaining": "", "X-RateLimit-Reset": "", "Retry-After": ""}
 
 	tests := []struct {
@@ -323,5 +326,54 @@ func TestOutcomesAreTheSharedOnes(t *testing.T) {
 		if middleware.Outcome(tt.shared) != tt.door {
 			t.Errorf("verdict's %d is middleware's %v, want %v", tt.shared, middleware.Outcome(tt.shared), tt.door)
 		}
+	}
+}
+
+// TestKeyResolvedOnce (issue 40): the middleware's key is resolved once
+// per request, for WithExempt, every limit keyed by it (New's, a
+// reported one's, a cap's) and the observer, which sees it as Event.Key;
+// the exempt predicate gets it, and "" for a request it cannot identify.
+func TestKeyResolvedOnce(t *testing.T) {
+	clk := newFakeClock(t0)
+	var calls atomic.Int32
+	key := func(r *http.Request) (string, error) {
+		calls.Add(1)
+		if v := r.Header.Get("X-Client"); v != "" {
+			return v, nil
+		}
+		return "", keyfunc.ErrNoKey
+	}
+	tl, err := limiter.New(limiter.MustPolicy("tokens", limiter.PerMinute(1000)).MustUnit("acme-tokens"), limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tl.Close() })
+	f := limiter.MustInFlight("exports", 5)
+	t.Cleanup(func() { _ = f.Close() })
+	var exemptSaw []string
+	rec := &recorder{}
+	h := newMiddleware(t, newLimiter(t, clk, "api", limiter.PerMinute(100)), middleware.WithKey(key),
+		middleware.WithReported(tl, nil, nil), middleware.WithInFlight(f, nil), middleware.WithObserver(rec.observe),
+		middleware.WithExempt(func(r *http.Request, key string) bool {
+			exemptSaw = append(exemptSaw, key)
+			return r.URL.Path == "/healthz"
+		}))(&okHandler{})
+	if w := call(h, "192.0.2.1:1", "X-Client", "acme"); w.Code != http.StatusOK || calls.Load() != 1 {
+		t.Fatalf("status %d, key resolved %d times; want 200, once", w.Code, calls.Load())
+	}
+	for _, e := range rec.events {
+		if e.Key != "acme" {
+			t.Fatalf("event %+v: key %q, want acme", e, e.Key)
+		}
+	}
+	calls.Store(0)
+	r := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusOK || calls.Load() != 1 || !slices.Equal(exemptSaw, []string{"acme", ""}) {
+		t.Fatalf("a health check without a key: %d, key resolved %d times, exempt saw %q; want 200, once, [acme \"\"]", w.Code, calls.Load(), exemptSaw)
+	}
+	if w := call(h, "192.0.2.1:1"); w.Code != http.StatusBadRequest {
+		t.Fatalf("no key, not exempt: %d, want 400", w.Code)
 	}
 }

@@ -29,7 +29,7 @@ type config struct {
 	cost       func(*http.Request) int64
 	lookup     func(*http.Request) (*limiter.Plan, string, error) // WithPlans
 	plans      *verdict.Plans                                     // the limits of lookup's plans
-	exempt     func(*http.Request) bool
+	exempt     func(r *http.Request, key string) bool
 	denied     func(http.ResponseWriter, *http.Request, *limiter.Decision)
 	deny       func(http.ResponseWriter, *http.Request, *limiter.Decision, ...*limiter.Decision) // denied, or the default, after the headers
 	countIf    func(status int) bool
@@ -288,10 +288,17 @@ func WithPlans(lookup func(r *http.Request) (plan *limiter.Plan, zone string, er
 	return func(c *config) { c.lookup, c.given = lookup, c.given|givenPlans }
 }
 
-// WithExempt passes the requests for which f reports true straight to the
-// wrapped handler, uncounted and without headers: health checks, an
-// allowlist of internal callers.
-func WithExempt(f func(r *http.Request) bool) Option {
+// WithExempt passes the requests for which f reports true straight to
+// the wrapped handler, uncounted and without headers: health checks, an
+// allowlist of internal callers. f is given the request and its key, the
+// middleware's (WithKey's, or the client address), resolved once for f,
+// every limit keyed by it and the observer (Event.Key): an allowlist of
+// addresses compares the key ("203.0.113.7", or "ip6:2001:db8:1:2::/64"
+// for IPv6 grouped by /64: keyfunc's forms) rather than resolving the
+// client again. key is "" for a request the key function cannot identify,
+// which f may still let through (a health check with no API key); one it
+// does not is then answered as a key error.
+func WithExempt(f func(r *http.Request, key string) bool) Option {
 	return func(c *config) { c.exempt, c.given = f, c.given|givenExempt }
 }
 

@@ -117,7 +117,7 @@ func getKey(h http.Handler, apiKey string) *httptest.ResponseRecorder {
 // theirs.
 func TestCustomersInFourZones(t *testing.T) {
 	zones := []string{"Pacific/Auckland", "Asia/Kolkata", "Europe/Paris", "America/New_York"} // in the order their Augusts begin
-	start := time.Date(2026, 7, 31, 8, 0, 0, 0, time.UTC)                                       // July in all four
+	start := time.Date(2026, 7, 31, 8, 0, 0, 0, time.UTC)                                     // July in all four
 	for _, b := range planBackends {
 		t.Run(b.name, func(t *testing.T) {
 			clk := limitertest.New(start)

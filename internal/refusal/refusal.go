@@ -147,6 +147,23 @@ func Seconds(d time.Duration) int64 {
 	return s
 }
 
+// SubSecond returns the wait of a refusal d whose deciding window is
+// shorter than a second, in whole milliseconds rounded up (at least 1),
+// and true; 0 and false for any other decision. HTTP's Retry-After and
+// the draft's t count whole seconds, at least 1, which overstate such a
+// wait up to a thousandfold: the problem body and gRPC's RetryInfo and
+// pushback carry this figure beside them.
+func SubSecond(d *limiter.Decision) (int64, bool) {
+	if d == nil || d.Allowed || Never(d) || d.Window <= 0 || d.Window >= time.Second {
+		return 0, false
+	}
+	ms := int64(d.RetryAfter / time.Millisecond)
+	if d.RetryAfter%time.Millisecond != 0 {
+		ms++
+	}
+	return max(ms, 1), true
+}
+
 // CeilSeconds returns a wait of d in whole seconds rounded up, and 0 for a
 // wait that is not positive. It gives the draft's reset parameter, which
 // may be 0.

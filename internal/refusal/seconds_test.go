@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/fixedwindow/ratelimit/limiter"
 )
 
 func TestRetryAfterSeconds(t *testing.T) {
@@ -47,6 +49,32 @@ func TestUnixCeil(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := UnixCeil(tt.in); got != tt.want {
 				t.Fatalf("UnixCeil(%v) = %d, want %d", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSubSecond: a refusal by a window under a second has its exact wait
+// in milliseconds, rounded up, at least 1; any other decision has none.
+func TestSubSecond(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		d    *limiter.Decision
+		ms   int64
+		ok   bool
+	}{
+		{"70ms_of_100ms", &limiter.Decision{Window: 100 * time.Millisecond, RetryAfter: 70 * time.Millisecond}, 70, true},
+		{"rounded_up", &limiter.Decision{Window: 100 * time.Millisecond, RetryAfter: 70*time.Millisecond + 1}, 71, true},
+		{"at_least_1ms", &limiter.Decision{Window: 10 * time.Millisecond, RetryAfter: 0}, 1, true},
+		{"a_second", &limiter.Decision{Window: time.Second, RetryAfter: 500 * time.Millisecond}, 0, false},
+		{"admitted", &limiter.Decision{Allowed: true, Window: 100 * time.Millisecond}, 0, false},
+		{"never", &limiter.Decision{Window: 100 * time.Millisecond, CostExceedsLimit: true}, 0, false},
+		{"calendar", &limiter.Decision{RetryAfter: time.Hour}, 0, false},
+		{"nil", nil, 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if ms, ok := SubSecond(tt.d); ms != tt.ms || ok != tt.ok {
+				t.Fatalf("SubSecond = %d, %v; want %d, %v", ms, ok, tt.ms, tt.ok)
 			}
 		})
 	}

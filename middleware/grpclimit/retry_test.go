@@ -261,3 +261,28 @@ func TestCostExceedsLimitNeverRetried(t *testing.T) {
 		t.Fatalf("the server saw %d calls, want 1: the client must not retry", denied.Load())
 	}
 }
+
+// TestSubSecondWaitExact (issue 40): a window under a second is refused
+// with its exact wait where gRPC can carry it, RetryInfo and the
+// pushback in milliseconds, and in whole seconds, at least 1, where the
+// metadata mirror HTTP's headers (retry-after).
+func TestSubSecondWaitExact(t *testing.T) {
+	l, _ := newLimiter(t, limiter.MustPolicy("api", limiter.Rate{Limit: 1, Window: 100 * time.Millisecond}), noon30.Add(30*time.Millisecond))
+	client := serve(t, interceptors(newInterceptor(t, l))...)
+	if a := check(t, client); a.code != codes.OK {
+		t.Fatalf("first call: %v", a.st)
+	}
+	a := check(t, client)
+	if a.code != codes.ResourceExhausted {
+		t.Fatalf("second call: %v, want RESOURCE_EXHAUSTED", a.st)
+	}
+	ri, _ := details(t, a.st)
+	if got := ri.GetRetryDelay().AsDuration(); got != 70*time.Millisecond {
+		t.Errorf("RetryInfo delay %v, want 70ms", got)
+	}
+	for name, want := range map[string]string{grpclimit.PushbackTrailer: "70", "retry-after": "1"} {
+		if got := one(t, a.trailer, name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+}

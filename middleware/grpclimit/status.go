@@ -100,37 +100,42 @@ func (ic *Interceptor) deny(ctx context.Context, ss grpc.ServerStream, outer *st
 		outer.flushed.Store(true)
 	}
 	secs := refusal.Seconds(d.RetryAfter)
+	wait := time.Duration(secs) * time.Second
+	if ms, ok := refusal.SubSecond(d); ok {
+		wait = time.Duration(ms) * time.Millisecond // gRPC can say less than a second
+	}
 	if d.CostExceedsLimit {
-		secs = 0 // no wait admits the cost: never retry
+		secs, wait = 0, 0 // no wait admits the cost: never retry
 		md[PushbackTrailer] = []string{noRetry}
 	} else {
-		md[PushbackTrailer] = []string{pushback(secs, ic.maxPushback)}
+		md[PushbackTrailer] = []string{pushback(wait, ic.maxPushback)}
 	}
 	if ss != nil {
 		ss.SetTrailer(md)
 	} else {
 		_ = grpc.SetTrailer(ctx, md)
 	}
-	return denial(d, secs)
+	return denial(d, secs, wait)
 }
 
-// pushback returns the pushback of a wait of secs whole seconds: the
-// wait in milliseconds, or noRetry when it is longer than bound.
-func pushback(secs int64, bound time.Duration) string {
-	if secs > int64(bound/time.Second) {
+// pushback returns the pushback of a wait: in milliseconds, or noRetry
+// when it is longer than bound.
+func pushback(wait, bound time.Duration) string {
+	if wait > bound {
 		return noRetry
 	}
-	return strconv.FormatInt(secs*1000, 10)
+	return strconv.FormatInt(wait.Milliseconds(), 10)
 }
 
 // denial returns the RESOURCE_EXHAUSTED status of a refusal that lifts in
-// secs seconds: RetryInfo with that delay, and a QuotaFailure that names
+// secs seconds, wait exactly (less than a second for a window under
+// one): RetryInfo with wait, and a QuotaFailure that names
 // the policy and its limit, never the key, in the words of the HTTP
 // problem body's detail ("rate limit of 1000 per month exceeded; retry
 // in 30 seconds"), as the status message is.
 // A cost no wait admits (d.CostExceedsLimit) has no RetryInfo: a client
 // must not retry it.
-func denial(d *limiter.Decision, secs int64) error {
+func denial(d *limiter.Decision, secs int64, wait time.Duration) error {
 	text := refusal.Text(d, secs) // the HTTP problem body's detail
 	st := status.New(codes.ResourceExhausted, text)
 	name := "default"
@@ -146,7 +151,7 @@ func denial(d *limiter.Decision, secs int64) error {
 	if d.CostExceedsLimit {
 		detailed, err = st.WithDetails(quota)
 	} else {
-		detailed, err = st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)}, quota)
+		detailed, err = st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}, quota)
 	}
 	if err != nil {
 		// Marshalling two fixed messages does not fail; if it ever
