@@ -591,21 +591,24 @@ func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, p *limiter.P
 func (h *handler) plan(w http.ResponseWriter, r *http.Request, l *verdict.Life) bool {
 	c := h.cfg
 	plan, zone, err := c.lookup(r)
-	if err != nil {
-		res := c.plans.Failing(err, &l.Keys, l.CapKeys[0])
-		l.Rules, l.Caps = res.Rules, res.Caps
-		return true
-	}
-	res, err := c.plans.Resolve(plan, zone)
-	if err != nil {
-		err = fmt.Errorf("%w: WithPlans: %w", ErrMisconfigured, err)
-		if c.observe != nil {
-			c.observe(Event{Request: r, Key: l.Keys[0], Policy: c.plans.Policy(), Outcome: Misconfigured, Err: err})
+	if err == nil {
+		var res *verdict.Resolved
+		if res, err = c.plans.Resolve(plan, zone); err == nil {
+			l.Rules, l.Caps = res.Rules, res.Caps
+			return true
 		}
-		verdict.Unserved(r.Context())
-		c.onError(w, r, err)
-		return false
+		if !errors.Is(err, limiter.ErrClosed) {
+			err = fmt.Errorf("%w: WithPlans: %w", ErrMisconfigured, err)
+			if c.observe != nil {
+				c.observe(Event{Request: r, Key: l.Keys[0], Policy: c.plans.Policy(), Outcome: Misconfigured, Err: err})
+			}
+			verdict.Unserved(r.Context())
+			c.onError(w, r, err)
+			return false
+		}
 	}
+	// The lookup failed, or the limiters are closed: the failure policy's.
+	res := c.plans.Failing(err, &l.Keys, l.CapKeys[0])
 	l.Rules, l.Caps = res.Rules, res.Caps
 	return true
 }

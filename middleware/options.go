@@ -269,8 +269,9 @@ func WithCost(f func(r *http.Request) int64) Option {
 // database (import time/tzdata where the system has none), never from a
 // path, and at most 1024 of them.
 //
-// A lookup that fails (err, the plans' database down) takes the failure
-// policy, as a store that failed does: the error handler (500), or
+// A lookup that fails (err, the plans' database down), and a plan first
+// resolved once the limiters are closed, take the failure policy, as a
+// store that failed does: the error handler (500), or
 // through with WithFailOpen, charged by no rate, the caps applied at the
 // maxima they were built with; the observer sees an Error outcome under
 // each rate's policy, with err. A lookup whose answer cannot apply is

@@ -307,3 +307,26 @@ func TestPlanLookupFailureTakesTheFailurePolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestPlansNeedLimiters: a plan's limits are derived by
+// limiter.Limiter.For, so New refuses WithPlans beside a limiter of
+// another type; and a plan resolved once its limiters are closed is a
+// failure (500, Error), as their decisions are, not the server's mistake.
+func TestPlansNeedLimiters(t *testing.T) {
+	stub := &stubLimiter{policy: limiter.MustPolicy("custom", limiter.PerMinute(5))}
+	lookup := middleware.WithPlans(func(*http.Request) (*limiter.Plan, string, error) { return &limiter.Plan{Name: "free"}, "", nil })
+	if _, err := middleware.New(stub, lookup); !errors.Is(err, middleware.ErrInvalidOption) || !strings.Contains(err.Error(), "*limiter.Limiter") {
+		t.Fatalf("New(a custom limiter, WithPlans): %v, want ErrInvalidOption naming *limiter.Limiter", err)
+	}
+	l, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	h := newMiddleware(t, l, lookup, middleware.WithObserver(rec.observe))(&okHandler{})
+	_ = l.Close()
+	if w := call(h, "192.0.2.1:1"); w.Code != http.StatusInternalServerError || len(rec.events) != 1 ||
+		rec.events[0].Outcome != middleware.Error || !errors.Is(rec.events[0].Err, limiter.ErrClosed) {
+		t.Fatalf("closed: %d, events %+v; want 500 and one Error wrapping ErrClosed", w.Code, rec.events)
+	}
+}

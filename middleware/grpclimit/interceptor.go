@@ -2,6 +2,7 @@ package grpclimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -386,20 +387,23 @@ func (ic *Interceptor) identify(ctx context.Context, method string, l *verdict.L
 // middleware.ErrMisconfigured.
 func (ic *Interceptor) plan(ctx context.Context, method string, plans *verdict.Plans, l *verdict.Life) error {
 	plan, zone, err := ic.lookup(ctx, method)
-	if err != nil {
-		res := plans.Failing(err, &l.Keys, l.CapKeys[0])
-		l.Rules, l.Caps = res.Rules, res.Caps
-		return nil
-	}
-	res, err := plans.Resolve(plan, zone)
-	if err != nil {
-		err = fmt.Errorf("%w: WithPlans: %w", middleware.ErrMisconfigured, err)
-		if ic.observe != nil {
-			var req *http.Request
-			ic.observe(middleware.Event{Request: stand(&req, ctx, method), Key: l.Keys[0], Policy: plans.Policy(), Outcome: middleware.Misconfigured, Err: err})
+	if err == nil {
+		var res *verdict.Resolved
+		if res, err = plans.Resolve(plan, zone); err == nil {
+			l.Rules, l.Caps = res.Rules, res.Caps
+			return nil
 		}
-		return ic.failed(ctx, method, err, errInternal)
+		if !errors.Is(err, limiter.ErrClosed) {
+			err = fmt.Errorf("%w: WithPlans: %w", middleware.ErrMisconfigured, err)
+			if ic.observe != nil {
+				var req *http.Request
+				ic.observe(middleware.Event{Request: stand(&req, ctx, method), Key: l.Keys[0], Policy: plans.Policy(), Outcome: middleware.Misconfigured, Err: err})
+			}
+			return ic.failed(ctx, method, err, errInternal)
+		}
 	}
+	// The lookup failed, or the limiters are closed: the failure policy's.
+	res := plans.Failing(err, &l.Keys, l.CapKeys[0])
 	l.Rules, l.Caps = res.Rules, res.Caps
 	return nil
 }

@@ -20,9 +20,10 @@ type policyMetrics struct {
 	inFlight prometheus.Gauge // an in-flight cap's; nil for a policy of rates
 }
 
-// maxCachedPolicies bounds the cache. Policies are normally fixed at
-// startup; past the bound (a resolver minting policies), series are looked
-// up on every event instead, which is slower but correct.
+// maxCachedPolicies bounds the cache, of policy names: a door's names
+// are fixed at startup (the limiters a plan derives, one per plan and
+// zone, share their policy's name); past the bound, series are looked up
+// on every event instead, which is slower but correct.
 const maxCachedPolicies = 256
 
 // maxOutcome bounds the outcomes given series per policy: every outcome
@@ -30,23 +31,34 @@ const maxCachedPolicies = 256
 // counted at zero here without a change.
 const maxOutcome middleware.Outcome = 32
 
-// policyCache maps *limiter.Policy to its *policyMetrics. A Policy is
-// immutable, so its pointer identifies it; two policies of one name share
-// series.
+// policyCache maps a policy's name (and whether it is a cap's) to its
+// *policyMetrics: the series are by name, so the policies of one name,
+// such as those limiter.Limiter.For derives for every plan and zone,
+// share one entry.
 type policyCache struct {
 	m sync.Map
 	n atomic.Int64
 }
 
+// A cacheKey names a policy's series.
+type cacheKey struct {
+	name     string
+	inFlight bool
+}
+
 func (c *policyCache) get(m *Metrics, p *limiter.Policy) *policyMetrics {
-	if v, ok := c.m.Load(p); ok {
+	k := cacheKey{inFlight: p.MaxInFlight() > 0}
+	if p != nil {
+		k.name = p.Name()
+	}
+	if v, ok := c.m.Load(k); ok {
 		return v.(*policyMetrics)
 	}
 	pm := newPolicyMetrics(m, p)
 	if c.n.Load() >= maxCachedPolicies {
 		return pm
 	}
-	if v, loaded := c.m.LoadOrStore(p, pm); loaded {
+	if v, loaded := c.m.LoadOrStore(k, pm); loaded {
 		return v.(*policyMetrics)
 	}
 	c.n.Add(1)

@@ -468,3 +468,45 @@ ratelimit_store_errors_total{policy="tokens",reason="timeout"} 1
 		t.Error(err)
 	}
 }
+
+// The limiters a plan derives, one per plan and zone, share their
+// policy's name and so its series: observing them allocates nothing once
+// the name is cached, however many there are; and past the cache's bound
+// of names, each name's events are still counted under it.
+func TestPlansShareTheirPolicysSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := limiter.MustNew(limiter.MustPolicy("api", limiter.PerMonthIn(1000, time.UTC)))
+	t.Cleanup(func() { _ = l.Close() })
+	var policies []*limiter.Policy
+	for i := range 400 {
+		plan := &limiter.Plan{Name: fmt.Sprint(i), Limits: map[string][]int64{"api": {int64(i + 1)}}}
+		v, err := l.For(plan, []string{"Europe/Paris", "Asia/Kolkata"}[i%2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		policies = append(policies, v.Policy())
+	}
+	m.Observe(middleware.Event{Policy: policies[0], Outcome: middleware.Allowed})
+	i := 0
+	if n := testing.AllocsPerRun(400, func() {
+		m.Observe(middleware.Event{Policy: policies[i%len(policies)], Outcome: middleware.Allowed})
+		i++
+	}); n != 0 {
+		t.Errorf("Observe of a plan's policy: %v allocations, want 0", n)
+	}
+	if got := value(t, reg, "ratelimit_decisions_total", "policy", "api", "outcome", "allowed"); got != 402 {
+		t.Errorf("api allowed = %v, want 402", got)
+	}
+	for i := range 300 {
+		p := limiter.MustPolicy(fmt.Sprintf("n%d", i), limiter.PerMinute(1))
+		m.Observe(middleware.Event{Policy: p, Outcome: middleware.Denied})
+		m.Observe(middleware.Event{Policy: p, Outcome: middleware.Denied})
+	}
+	if got := value(t, reg, "ratelimit_decisions_total", "policy", "n299", "outcome", "denied"); got != 2 {
+		t.Errorf("n299 denied, past the cache's bound = %v, want 2", got)
+	}
+}

@@ -30,10 +30,11 @@ type policyMetrics struct {
 	nErrors  atomic.Int64
 }
 
-// Bounds of the caches. Policies are normally fixed at startup and
-// reasons come from a small set; past a bound (a resolver minting
-// policies, a reason function returning error text), attributes are built
-// on every event instead, which is slower but correct.
+// Bounds of the caches. Policy names are fixed at startup (the limiters a
+// plan derives, one per plan and zone, share their policy's name) and
+// reasons come from a small set; past a bound (a reason function
+// returning error text), attributes are built on every event instead,
+// which is slower but correct.
 const (
 	maxCachedPolicies = 256
 	maxCachedReasons  = 32
@@ -93,23 +94,34 @@ func (pm *policyMetrics) errorOptions(why string) []metric.AddOption {
 	return opts
 }
 
-// policyCache maps *limiter.Policy to its *policyMetrics. A Policy is
-// immutable, so its pointer identifies it; two policies of one name share
-// attributes, and so series.
+// policyCache maps a policy's name (and whether it is a cap's) to its
+// *policyMetrics: attributes, and so series, are by name, so the policies
+// of one name, such as those limiter.Limiter.For derives for every plan
+// and zone, share one entry.
 type policyCache struct {
 	m sync.Map
 	n atomic.Int64
 }
 
+// A cacheKey names a policy's series.
+type cacheKey struct {
+	name     string
+	inFlight bool
+}
+
 func (c *policyCache) get(p *limiter.Policy) *policyMetrics {
-	if v, ok := c.m.Load(p); ok {
+	k := cacheKey{inFlight: p.MaxInFlight() > 0}
+	if p != nil {
+		k.name = p.Name()
+	}
+	if v, ok := c.m.Load(k); ok {
 		return v.(*policyMetrics)
 	}
 	pm := newPolicyMetrics(p)
 	if c.n.Load() >= maxCachedPolicies {
 		return pm
 	}
-	if v, loaded := c.m.LoadOrStore(p, pm); loaded {
+	if v, loaded := c.m.LoadOrStore(k, pm); loaded {
 		return v.(*policyMetrics)
 	}
 	c.n.Add(1)

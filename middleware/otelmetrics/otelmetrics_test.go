@@ -498,3 +498,30 @@ func TestInFlightCounter(t *testing.T) {
 		}
 	}
 }
+
+// The limiters a plan derives, one per plan and zone, share their
+// policy's name and so its attributes: observing them allocates no more
+// than observing the policy itself, however many there are.
+func TestPlansShareTheirPolicysAttributes(t *testing.T) {
+	f := newFixture(t)
+	l := limiter.MustNew(limiter.MustPolicy("api", limiter.PerMonthIn(1000, time.UTC)))
+	t.Cleanup(func() { _ = l.Close() })
+	var policies []*limiter.Policy
+	for i := range 400 {
+		plan := &limiter.Plan{Name: fmt.Sprint(i), Limits: map[string][]int64{"api": {int64(i + 1)}}}
+		v, err := l.For(plan, []string{"Europe/Paris", "Asia/Kolkata"}[i%2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		policies = append(policies, v.Policy())
+	}
+	f.m.Observe(middleware.Event{Policy: l.Policy(), Outcome: middleware.Allowed})
+	own := testing.AllocsPerRun(400, func() { f.m.Observe(middleware.Event{Policy: l.Policy(), Outcome: middleware.Allowed}) })
+	i := 0
+	if n := testing.AllocsPerRun(400, func() {
+		f.m.Observe(middleware.Event{Policy: policies[i%len(policies)], Outcome: middleware.Allowed})
+		i++
+	}); n > own {
+		t.Errorf("Observe of a plan's policy: %v allocations, want at most the policy's own %v", n, own)
+	}
+}
