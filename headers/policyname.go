@@ -61,7 +61,8 @@ type policyValue struct {
 // maxCachedPolicies bounds the policy cache: a door's policies are
 // fixed at startup, and one per plan and zone under WithPlans
 // (limiter.Limiter.For keeps at most 4096 a limiter), a few hundred
-// bytes each; past the bound a policy's values are built per write.
+// bytes each; past the bound the cache starts afresh, so that the
+// policies of plans no longer used do not stay.
 const maxCachedPolicies = 4096
 
 // policyCache maps *limiter.Policy to its *policyInfo. A Policy is
@@ -76,11 +77,14 @@ func (c *policyCache) get(p *limiter.Policy) *policyInfo {
 		return v.(*policyInfo)
 	}
 	info := newPolicyInfo(p)
-	if c.n.Load() < maxCachedPolicies {
-		if _, loaded := c.m.LoadOrStore(p, info); !loaded {
-			c.n.Add(1)
-		}
+	if c.n.Load() >= maxCachedPolicies {
+		c.m.Clear() // start afresh: the policies in use come back
+		c.n.Store(0)
 	}
+	if v, loaded := c.m.LoadOrStore(p, info); loaded {
+		return v.(*policyInfo)
+	}
+	c.n.Add(1)
 	return info
 }
 

@@ -317,6 +317,14 @@ func (f *InFlight) Usage(ctx context.Context, key string) (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
+	if s.Acquired {
+		// A store that knows no Peek took a slot: give it back, and
+		// answer what was held before it.
+		if err := f.store.ReleaseSlot(context.WithoutCancel(ctx), req, s); err != nil {
+			return Usage{}, fmt.Errorf("limiter: %T took a slot to read the usage (it ignores SlotRequest.Peek), and could not give it back: %w", f.store, err)
+		}
+		s.Held--
+	}
 	return Usage{Policy: f.policy, At: f.clock.Now(), Held: s.Held}, nil
 }
 

@@ -40,8 +40,9 @@ type Plan struct {
 
 // maxVariants bounds the limiters For keeps per limiter (a plan's limits
 // in a zone), and the caps per cap: a lookup that makes a plan per
-// request must not grow them without end. Past it, For builds a fresh
-// one each time, as correct and dearer.
+// request must not grow them without end. Past it the cache starts
+// afresh (internal/cow): the limiters in use come back, one For each,
+// and those of plans no longer used go.
 const maxVariants = 4096
 
 // A variant names a limiter For derived: its limits (one per rate, in
@@ -73,7 +74,15 @@ type variant struct {
 // lends one period's budget per zone: apply such a change at the next
 // period's start (docs/algorithm.md shows how).
 //
-// Limiters are kept per limits and zone, at most 4096 of them, and
+// A policy with calendar rates of one period in two zones (a day in
+// Paris and a day in UTC) cannot be counted in one zone: For with a zone
+// is then an error. The limiters For derives share l's claim on its
+// store (see New), under the policy's own ID: derive every zone from one
+// limiter, rather than New a limiter of the policy in a zone, which would
+// count the same windows as the derived one unchecked.
+//
+// Limiters are kept per limits and zone, at most 4096 of them (past
+// that the cache starts afresh), and
 // looked up without a lock: call For per request. Errors wrap
 // ErrInvalidPolicy: limits of another count than the policy's rates, or
 // out of a rate's range; a zone the tz database does not have, or that

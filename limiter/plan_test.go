@@ -298,7 +298,7 @@ func TestForBadZones(t *testing.T) {
 	t.Parallel()
 	l := limiter.MustNew(limiter.MustPolicy("plan", limiter.PerMonthIn(10, time.UTC)))
 	defer l.Close()
-	for _, zone := range []string{"Local", "Mars/Olympus_Mons", "../../../etc/passwd", "/etc/localtime", "Europe/Paris\n", strings.Repeat("A/", 40)} {
+	for _, zone := range []string{"Local", "Mars/Olympus_Mons", "../../../etc/passwd", "/etc/localtime", "Europe/Paris\n", strings.Repeat("A/", 40), "Europe//Paris", "./Europe/Paris", "localtime", "posix/Europe/Paris", "right/Europe/Paris"} {
 		if _, err := l.For(nil, zone); !errors.Is(err, limiter.ErrInvalidPolicy) {
 			t.Errorf("For(nil, %q): %v, want ErrInvalidPolicy", zone, err)
 		}

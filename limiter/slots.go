@@ -32,7 +32,9 @@ type SlotStore interface {
 	// With req.Peek it takes no slot and renews none: it answers how
 	// many slots req.Key holds now (Held; Acquired false). A key whose
 	// slots the store cannot read (a foreign value under it) reads as
-	// req.Max, as a take refuses it.
+	// req.Max, as a take refuses it. A store that ignores Peek and takes
+	// a slot has it given back at once by InFlight.Usage (a round trip
+	// more, and a slot held for its duration): implement Peek.
 	AcquireSlot(ctx context.Context, req SlotRequest) (Slot, error)
 	// ReleaseSlot gives back s, a slot AcquireSlot granted for req. It
 	// is applied at most once per slot, and its error (the store could

@@ -582,15 +582,22 @@ func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, p *limiter.P
 }
 
 // plan sets the request's rates and caps to its plan's (WithPlans);
-// false when it has answered the request. A lookup that failed leaves
-// the request to the failure policy, its rates failing with the
-// lookup's error; a plan that cannot apply (none, limits that do not fit,
-// an unknown zone) is the server's mistake, reported as Misconfigured
-// with an error wrapping ErrMisconfigured and answered by the error
-// handler (500).
+// false when it has answered the request. A lookup error wrapping
+// keyfunc.ErrNoKey or keyfunc.ErrMisconfigured is answered as a key
+// function's; any other leaves the request to the failure policy, its
+// rates failing with the lookup's error; a plan that cannot apply (none,
+// limits that do not fit, an unknown zone) is the server's mistake,
+// reported as Misconfigured with an error wrapping ErrMisconfigured and
+// answered by the error handler (500).
 func (h *handler) plan(w http.ResponseWriter, r *http.Request, l *verdict.Life) bool {
 	c := h.cfg
 	plan, zone, err := c.lookup(r)
+	if errors.Is(err, keyfunc.ErrNoKey) || errors.Is(err, keyfunc.ErrMisconfigured) {
+		// No customer to look up (400), or a lookup that cannot work
+		// where it is installed (500): as a key function's.
+		h.keyFailed(w, r, c.plans.Policy(), err)
+		return false
+	}
 	if err == nil {
 		var res *verdict.Resolved
 		if res, err = c.plans.Resolve(plan, zone); err == nil {

@@ -252,8 +252,9 @@ func WithCost(f func(r *http.Request) int64) Option {
 // customer's plan: lookup(r) returns the request's plan (a
 // limiter.Plan, declared once) and the zone its calendar rates count in
 // (a tz database name, "Asia/Kolkata"; "" for the policies' own), from
-// whatever the service knows of the customer (an authenticated
-// principal, a tenant header). Every rate (New's, WithLimiter's,
+// the service's record of the customer, found by what authenticates them
+// (a principal, an API key): never a zone the client names per request,
+// which would let it count a month in each zone it names. Every rate (New's, WithLimiter's,
 // WithReported's, WithBytes') then applies the plan's limits for its
 // policy, and every cap (WithInFlight) the plan's maximum for it: the
 // same limiters, through limiter.Limiter.For and limiter.InFlight.For,
@@ -269,9 +270,12 @@ func WithCost(f func(r *http.Request) int64) Option {
 // database (import time/tzdata where the system has none), never from a
 // path, and at most 1024 of them.
 //
-// A lookup that fails (err, the plans' database down), and a plan first
-// resolved once the limiters are closed, take the failure policy, as a
-// store that failed does: the error handler (500), or
+// A lookup that finds no customer to look up returns an error wrapping
+// keyfunc.ErrNoKey, answered as a key function's (400, KeyError); one
+// wrapping keyfunc.ErrMisconfigured is 500, Misconfigured. A lookup that
+// fails otherwise (the plans' database down), and a plan first resolved
+// once the limiters are closed, take the failure policy, as a store that
+// failed does: the error handler (500), or
 // through with WithFailOpen, charged by no rate, the caps applied at the
 // maxima they were built with; the observer sees an Error outcome under
 // each rate's policy, with err. A lookup whose answer cannot apply is
@@ -282,9 +286,11 @@ func WithCost(f func(r *http.Request) int64) Option {
 // or out of range), a cap's maximum below 1, a zone the tz database does
 // not have.
 //
-// The rates and caps of each plan and zone are kept once resolved (for
-// at most 4096 of them), and looked up without a lock, keyed by the
-// Plan's address: a Plan must not change once used.
+// The rates and caps of each plan and zone are kept once resolved, and
+// looked up without a lock, keyed by the Plan's address: a Plan must not
+// change once used; to change a plan, give the lookup a new Plan value.
+// At most 4096 are kept: past that the cache starts afresh, so the plans
+// of a configuration reloaded do not stay.
 func WithPlans(lookup func(r *http.Request) (plan *limiter.Plan, zone string, err error)) Option {
 	return func(c *config) { c.lookup, c.given = lookup, c.given|givenPlans }
 }
@@ -298,7 +304,9 @@ func WithPlans(lookup func(r *http.Request) (plan *limiter.Plan, zone string, er
 // for IPv6 grouped by /64: keyfunc's forms) rather than resolving the
 // client again. key is "" for a request the key function cannot identify,
 // which f may still let through (a health check with no API key); one it
-// does not is then answered as a key error.
+// does not is then answered as a key error. So the key function runs for
+// exempt requests too: one that looks keys up in a database does so for
+// health checks as well.
 func WithExempt(f func(r *http.Request, key string) bool) Option {
 	return func(c *config) { c.exempt, c.given = f, c.given|givenExempt }
 }

@@ -330,3 +330,30 @@ func TestPlansNeedLimiters(t *testing.T) {
 		t.Fatalf("closed: %d, events %+v; want 500 and one Error wrapping ErrClosed", w.Code, rec.events)
 	}
 }
+
+// TestPlanLookupWithoutACustomer: a lookup that finds no customer to
+// look up says so with keyfunc.ErrNoKey, answered as a key function's
+// (400, KeyError), never the failure policy, which WithFailOpen would
+// turn into a pass; keyfunc.ErrMisconfigured is a 500, Misconfigured.
+func TestPlanLookupWithoutACustomer(t *testing.T) {
+	for _, tt := range []struct {
+		err     error
+		status  int
+		outcome middleware.Outcome
+	}{
+		{fmt.Errorf("no customer for this API key: %w", keyfunc.ErrNoKey), http.StatusBadRequest, middleware.KeyError},
+		{fmt.Errorf("plans table not loaded: %w", keyfunc.ErrMisconfigured), http.StatusInternalServerError, middleware.Misconfigured},
+	} {
+		l := newLimiter(t, newFakeClock(t0), "api", limiter.PerMinute(5))
+		rec := &recorder{}
+		h := newMiddleware(t, l, middleware.WithFailOpen(), middleware.WithObserver(rec.observe),
+			middleware.WithPlans(func(*http.Request) (*limiter.Plan, string, error) { return nil, "", tt.err }))(&okHandler{})
+		w := call(h, "192.0.2.1:1")
+		if w.Code != tt.status || len(rec.events) != 1 || rec.events[0].Outcome != tt.outcome || !errors.Is(rec.events[0].Err, tt.err) {
+			t.Fatalf("%v: %d, events %+v; want %d and one %v", tt.err, w.Code, rec.events, tt.status, tt.outcome)
+		}
+		if u, err := l.Usage(context.Background(), "192.0.2.1"); err != nil || u.Windows[0].Used != 0 {
+			t.Fatalf("%v: usage %+v, %v; want nothing charged", tt.err, u, err)
+		}
+	}
+}

@@ -28,24 +28,31 @@ var zones = func() *cow.Map[string, *time.Location] {
 // ErrUnknownZone reports a zone name Zone could not load.
 var ErrUnknownZone = errors.New("unknown time zone")
 
-// CheckZoneName reports why name cannot name a zone in a policy's ID: its
-// length, its characters (those of the tz database's names: A-Z a-z 0-9
-// and _-+./), a ".." or a leading '/' (a path, not a name), or "Local",
-// the machine's own zone, which replicas may not share.
-func CheckZoneName(name string) error {
+// checkZoneName reports why name is not a name of the tz database, one
+// spelling per zone: segments separated by single slashes, each a capital
+// letter followed by letters, digits and _-+ ("America/Port-au-Prince",
+// "Etc/GMT+5"), as every name of the database is. So no path can pass (no
+// '.', no leading, doubled or trailing '/'), nor a second spelling of a
+// zone (Europe//Paris, ./Europe/Paris), nor the files beside the zones
+// that LoadLocation would read as zones (localtime, the machine's own;
+// posixrules; the posix/ and right/ copies). "Local", the machine's own
+// zone, which replicas may not share, is refused by name.
+func checkZoneName(name string) error {
 	switch {
 	case name == "" || len(name) > MaxZoneName:
 		return fmt.Errorf("zone name %q must be 1 to %d characters", name, MaxZoneName)
 	case name == "Local":
 		return fmt.Errorf("zone %q is the machine's own zone, which replicas may not share: name the zone, as \"Europe/Paris\"", name)
-	case strings.Contains(name, "..") || name[0] == '/':
-		return fmt.Errorf("zone name %q is a path, not a name of the tz database", name)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '+' || c == '.' || c == '/'
-		if !ok {
-			return fmt.Errorf("zone name %q has character %q (allowed: A-Z a-z 0-9 and _-+./, as in the tz database's names)", name, c)
+	for seg := range strings.SplitSeq(name, "/") {
+		if seg == "" || seg[0] < 'A' || seg[0] > 'Z' {
+			return fmt.Errorf("zone name %q is not a name of the tz database (segments start with a capital letter, as in \"America/New_York\")", name)
+		}
+		for i := 1; i < len(seg); i++ {
+			c := seg[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '+') {
+				return fmt.Errorf("zone name %q has character %q (allowed: A-Z a-z 0-9 _-+ and / between segments, as in the tz database's names)", name, c)
+			}
 		}
 	}
 	return nil
@@ -53,16 +60,16 @@ func CheckZoneName(name string) error {
 
 // Zone returns the location of the tz database's zone name ("UTC",
 // "Europe/Paris"), loaded once and kept: a name that comes with a
-// request (a customer's zone) is checked by CheckZoneName before
-// anything is loaded, so it can name no file, and only names that load a
-// zone are kept, at most 1024 of them. An error wraps ErrUnknownZone.
+// request (a customer's zone) is checked before anything is loaded
+// (checkZoneName), so it can name no file and no zone twice, and only
+// names that load a zone are kept, at most 1024 of them. An error wraps ErrUnknownZone.
 // The tz database is the system's, or the one a program embeds by
 // importing time/tzdata.
 func Zone(name string) (*time.Location, error) {
 	if loc, ok := zones.Get(name); ok {
 		return loc, nil
 	}
-	if err := CheckZoneName(name); err != nil {
+	if err := checkZoneName(name); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnknownZone, err)
 	}
 	loc, err := time.LoadLocation(name)

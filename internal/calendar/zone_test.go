@@ -17,10 +17,25 @@ func TestZone(t *testing.T) {
 		{"Pacific/Auckland", ""},
 		{"", "1 to 64"},
 		{"Local", "machine's own zone"},
-		{"../../etc/passwd", "a path"},
-		{"/etc/localtime", "a path"},
+		{"America/Port-au-Prince", ""},
+		{"Etc/GMT+5", ""},
+		{"America/Argentina/Buenos_Aires", ""},
+		{"../../etc/passwd", "not a name of the tz database"},
+		{"/etc/localtime", "not a name of the tz database"},
 		{"Europe/Atlantis", "unknown time zone"},
 		{"Europe/Paris\x00", "character"},
+		// One spelling per zone: none of these may count apart from
+		// Europe/Paris, nor load a file beside the zones.
+		{"Europe//Paris", "not a name of the tz database"},
+		{"./Europe/Paris", "not a name of the tz database"},
+		{"Europe/./Paris", "not a name of the tz database"},
+		{"Europe/Paris/", "not a name of the tz database"},
+		{"Europe/Paris.", "character"},
+		{"localtime", "not a name of the tz database"},
+		{"posixrules", "not a name of the tz database"},
+		{"posix/Europe/Paris", "not a name of the tz database"},
+		{"right/Europe/Paris", "not a name of the tz database"},
+		{"europe/paris", "not a name of the tz database"},
 		{strings.Repeat("A", 65), "1 to 64"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,8 +3,9 @@
 // grow (a plan's limiters, a time zone by name). A read is one atomic
 // load and one map lookup, with no lock shared between readers and no
 // allocation; a write copies the map under a mutex, so a cache that
-// grows per request would cost O(n) a request: each has a bound past
-// which nothing is added.
+// grows per request would cost O(n) a request: each has a bound, past
+// which the map starts afresh, so that what is no longer used (the plans
+// of a configuration reloaded) is not kept for good.
 package cow
 
 import (
@@ -12,8 +13,9 @@ import (
 	"sync/atomic"
 )
 
-// A Map is a copy-on-write map from K to V holding at most its bound.
-// The zero Map is empty and holds nothing: call SetBound.
+// A Map is a copy-on-write map from K to V holding at most its bound:
+// an Add to a full map empties it first. The zero Map is empty and holds
+// nothing: call SetBound.
 type Map[K comparable, V any] struct {
 	m     atomic.Pointer[map[K]V]
 	mu    sync.Mutex
@@ -38,21 +40,23 @@ func (c *Map[K, V]) Get(k K) (V, bool) {
 }
 
 // Add stores v under k unless k has a value already, which it returns
-// (a racing writer's), or the map holds its bound, when v is returned
-// and not kept: the caller uses it for this once.
+// (a racing writer's). A map that holds its bound is emptied first: the
+// entries in use come back, one Add each, and those no longer used go. A
+// map of bound 0 keeps nothing, and returns v.
 func (c *Map[K, V]) Add(k K, v V) V {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.bound <= 0 {
+		return v
+	}
 	old := c.m.Load()
 	if old != nil {
 		if prev, ok := (*old)[k]; ok {
 			return prev
 		}
 		if len(*old) >= c.bound {
-			return v
+			old = nil // start afresh
 		}
-	} else if c.bound <= 0 {
-		return v
 	}
 	n := 1
 	if old != nil {

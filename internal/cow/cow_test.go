@@ -24,38 +24,53 @@ func TestMap(t *testing.T) {
 		t.Fatalf("a second Add(a) = %d, want the first value, 1", v)
 	}
 	m.Add("b", 2)
-	if v := m.Add("c", 3); v != 3 || m.Len() != 2 {
-		t.Fatalf("Add past the bound = %d, len %d; want 3 back, 2 kept", v, m.Len())
-	}
-	if _, ok := m.Get("c"); ok {
-		t.Fatal("a value past the bound was kept")
-	}
 	if v, ok := m.Get("b"); !ok || v != 2 {
 		t.Fatalf("Get(b) = %d, %v", v, ok)
 	}
+	// Past the bound the map starts afresh: c is kept, a and b go.
+	if v := m.Add("c", 3); v != 3 || m.Len() != 1 {
+		t.Fatalf("Add past the bound = %d, len %d; want 3, and the map afresh with c alone", v, m.Len())
+	}
+	if v, ok := m.Get("c"); !ok || v != 3 {
+		t.Fatalf("Get(c) = %d, %v; want the value added past the bound", v, ok)
+	}
+	if _, ok := m.Get("a"); ok {
+		t.Fatal("a value from before the map started afresh is still there")
+	}
 }
 
-// TestMapConcurrent: readers and writers at once, under -race; every
-// value a writer added is found, once, by every reader after.
+// TestMapConcurrent: writers racing to add each key, each its own value,
+// under -race: every writer gets back the one value kept (the first
+// writer's), and every reader after finds it.
 func TestMapConcurrent(t *testing.T) {
 	var m Map[int, int]
 	m.SetBound(1000)
+	var got [4][200]int
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range 200 {
-				if got := m.Add(i, i*10); got != i*10 {
-					t.Errorf("writer %d: Add(%d) = %d", w, i, got)
-				}
-				if v, ok := m.Get(i); !ok || v != i*10 {
-					t.Errorf("writer %d: Get(%d) = %d, %v", w, i, v, ok)
+				got[w][i] = m.Add(i, i*10+w)
+				if v, ok := m.Get(i); !ok || v != got[w][i] {
+					t.Errorf("writer %d: Get(%d) = %d, %v; Add returned %d", w, i, v, ok, got[w][i])
 				}
 			}
 		}()
 	}
 	wg.Wait()
+	for i := range 200 {
+		v, ok := m.Get(i)
+		if !ok || v/10 != i {
+			t.Fatalf("Get(%d) = %d, %v", i, v, ok)
+		}
+		for w := range 4 {
+			if got[w][i] != v {
+				t.Fatalf("writer %d: Add(%d) returned %d, the map holds %d: two values handed out for one key", w, i, got[w][i], v)
+			}
+		}
+	}
 	if m.Len() != 200 {
 		t.Fatalf("len %d, want 200", m.Len())
 	}

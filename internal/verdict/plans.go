@@ -11,8 +11,9 @@ import (
 
 // maxResolved bounds the plans and zones a door keeps resolved: a lookup
 // that makes a Plan per request must not grow the cache without end.
-// Past it, each request of a plan not kept resolves anew, through the
-// limiters' own caches (limiter.Limiter.For): as correct, and dearer.
+// Past it the cache starts afresh (internal/cow): the plans in use are
+// resolved again, one request each, and those no longer used (a
+// configuration reloaded into new Plan values) go.
 const maxResolved = 4096
 
 // Plans resolve a door's limits per request: every rate and cap of the

@@ -65,9 +65,10 @@ func (pk *policyKeys) window(i int, ms int64) (id, start, end int64) {
 }
 
 // policyMemo memoises a value per policy. Policies are usually few and
-// long-lived; a resolver that builds policies per request must not grow it
-// without end, so past maxCachedPolicies entries the value is computed
-// afresh each time instead of stored. The entry last found is kept aside:
+// long-lived, with one per plan and zone (limiter.Limiter.For); a lookup
+// that builds plans per request must not grow it without end, so past
+// maxCachedPolicies entries it starts afresh: the policies in use come
+// back, and those of plans no longer used go. The entry last found is kept aside:
 // a store under one policy (the usual case) looks it up several times per
 // decision, and a pointer comparison costs less than the map.
 type policyMemo[V any] struct {
@@ -81,8 +82,9 @@ type memoEntry[V any] struct {
 	v V
 }
 
-// maxCachedPolicies bounds the per-policy caches of a Store.
-const maxCachedPolicies = 256
+// maxCachedPolicies bounds the per-policy caches of a Store: as many as
+// a limiter keeps plans' limiters (limiter.Limiter.For).
+const maxCachedPolicies = 4096
 
 func (c *policyMemo[V]) get(p *limiter.Policy, compute func(*limiter.Policy) V) V {
 	if e := c.last.Load(); e != nil && e.p == p {
@@ -94,7 +96,8 @@ func (c *policyMemo[V]) get(p *limiter.Policy, compute func(*limiter.Policy) V) 
 	}
 	v := compute(p)
 	if c.n.Load() >= maxCachedPolicies {
-		return v
+		c.m.Clear() // start afresh
+		c.n.Store(0)
 	}
 	got, loaded := c.m.LoadOrStore(p, &memoEntry[V]{p, v})
 	if !loaded {

@@ -49,7 +49,7 @@ func (s *source) read(ctx context.Context, key string) (limiters, caps []reading
 		wg.Go(func() {
 			kf, err := f.For(plan)
 			if err != nil {
-				cs[i].err = fmt.Errorf("console: cap %q under plan %q: %w", f.Policy().Name(), plan.Name, err)
+				cs[i].err = fmt.Errorf("console: cap %q under the key's plan: %w", f.Policy().Name(), err)
 				return
 			}
 			cs[i].u, cs[i].err = kf.Usage(ctx, key)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fixedwindow/ratelimit/headers"
 	"github.com/fixedwindow/ratelimit/internal/verdict"
+	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
@@ -387,6 +388,12 @@ func (ic *Interceptor) identify(ctx context.Context, method string, l *verdict.L
 // middleware.ErrMisconfigured.
 func (ic *Interceptor) plan(ctx context.Context, method string, plans *verdict.Plans, l *verdict.Life) error {
 	plan, zone, err := ic.lookup(ctx, method)
+	if errors.Is(err, keyfunc.ErrNoKey) || errors.Is(err, keyfunc.ErrMisconfigured) {
+		// No caller to look up (INVALID_ARGUMENT), or a lookup that
+		// cannot work where it is installed (INTERNAL): as a key
+		// function's.
+		return ic.keyFailed(ctx, method, plans.Policy(), err)
+	}
 	if err == nil {
 		var res *verdict.Resolved
 		if res, err = plans.Resolve(plan, zone); err == nil {

@@ -229,15 +229,16 @@ func WithMethods(m map[string]middleware.Limiter) Option {
 // same usage as the HTTP middleware's over the same limiters. Every
 // limiter of the interceptor must be a *limiter.Limiter.
 //
-// A lookup that fails takes the failure policy, as a store that failed
-// does (UNAVAILABLE, or the error handler's answer; through with
+// A lookup error wrapping keyfunc.ErrNoKey is INVALID_ARGUMENT, and one
+// wrapping keyfunc.ErrMisconfigured INTERNAL, as a key function's; any
+// other takes the failure policy, as a store that failed does (UNAVAILABLE, or the error handler's answer; through with
 // WithFailOpen). A lookup whose answer cannot apply (no plan, limits
 // that do not fit a policy, a cap below 1, a zone the tz database does
 // not have) is the server's mistake: INTERNAL (or the error handler's
 // answer), reported as Misconfigured with an error wrapping
 // middleware.ErrMisconfigured. Resolutions are kept per plan and zone
-// (at most 4096), keyed by the Plan's address: a Plan must not change
-// once used.
+// as middleware.WithPlans keeps them, keyed by the Plan's address: a
+// Plan must not change once used.
 func WithPlans(lookup func(ctx context.Context, fullMethod string) (plan *limiter.Plan, zone string, err error)) Option {
 	return func(c *config) { c.lookup, c.given = lookup, c.given|givenPlans }
 }
