@@ -3,7 +3,7 @@ package console_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/fixedwindow/ratelimit/internal/leakcheck"
 )
 
 // TestMain fails the package if a goroutine (a stream, a test server, a
@@ -11,6 +11,6 @@ import (
 // a server that refused it for a moment after Close, as in redisstore's
 // tests.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	leakcheck.VerifyTestMain(m,
+		leakcheck.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
 }
