@@ -1,18 +1,18 @@
 # Every target runs from the repository root. The metrics adapters
 # (middleware/metrics, middleware/otelmetrics), the gRPC interceptor
 # (middleware/grpclimit), the lab (example/lab), the observability
-# programs (example/observe) and the gRPC example (example/grpc) are
-# modules of their own, joined to the root module by go.work, so that the
-# root go.mod requires neither Prometheus, OpenTelemetry nor gRPC; PKGS
-# names their packages beside the root module's. bench/ is a module of its
-# own too.
+# programs (example/observe), the gRPC example (example/grpc) and the
+# history checker (internal/linearize) are modules of their own, joined to
+# the root module by go.work, so that the root go.mod requires neither
+# Prometheus, OpenTelemetry, gRPC nor porcupine; PKGS names their packages
+# beside the root module's. bench/ is a module of its own too.
 GO       ?= go
-MODULES  ?= middleware/metrics middleware/otelmetrics middleware/grpclimit example/grpc example/lab example/observe
+MODULES  ?= middleware/metrics middleware/otelmetrics middleware/grpclimit example/grpc example/lab example/observe internal/linearize
 PKGS     ?= ./... $(addprefix ./,$(addsuffix /...,$(MODULES)))
 FUZZTIME ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test test-oldest-go bench bench-peers fuzz soak lint cover redis
+.PHONY: test test-oldest-go bench bench-peers fuzz soak jepsen lint cover redis
 
 # The whole suite, race detector on. The Redis-backed tests need a Redis
 # at 127.0.0.1:6379 and the redis-server binary: `redis` makes sure of both.
@@ -51,6 +51,18 @@ fuzz:
 SOAK_DURATION ?= 2m
 soak:
 	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 15m -run TestSoak -v ./internal/soak
+
+# The history checker's long run (docs/linearizability.md): every
+# configuration with JEPSEN_SEEDS seeds from JEPSEN_SEED, longer histories,
+# and the failovers with and without redisstore.WithReplicaAcks. make test
+# runs its short run (one seed, short histories). A history no order
+# explains is saved under internal/linearize/testdata/failed/, for
+# TestReplay, with a view and a text account in a temporary directory.
+JEPSEN_SEED  ?= 1
+JEPSEN_SEEDS ?= 5
+jepsen: redis
+	cd internal/linearize && $(GO) test -count=1 -timeout 60m -v -run 'TestLinearizable|TestFailover|TestReplay' . \
+		-args -long -seed $(JEPSEN_SEED) -seeds $(JEPSEN_SEEDS)
 
 lint:
 	./scripts/check-tree.sh

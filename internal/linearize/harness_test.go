@@ -1,0 +1,461 @@
+package linearize
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
+)
+
+// The recorder's clocks. Every replica's fake clock moves on by
+// clockSpeed times the real time elapsed, once per clockTick, so that a
+// one-second window lasts a quarter of a second: a window's key in
+// Redis, whose expiry is computed from the fake instant, always
+// outlives the window (the clock runs ahead of Redis's, never behind).
+const (
+	clockTick   = 10 * time.Millisecond
+	clockSpeed  = 4
+	clockTickMs = clockSpeed * int64(clockTick/time.Millisecond)
+	// unknownSpanMs bounds, on Redis's clock, when a failed decision may
+	// still run: a paused Redis runs it when it resumes.
+	unknownSpanMs = 5000
+)
+
+// epoch0 is where every fake clock starts: a window boundary of every
+// policy here.
+var epoch0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// A replica is one application process: its own store value, limiter,
+// in-flight cap and fake clock. Workers hold mu for reading across each
+// operation and the clock moves under mu held for writing, so that the
+// instant an operation reads is the one recorded.
+type replica struct {
+	id     int
+	mu     sync.RWMutex
+	clock  *limitertest.Clock
+	epoch  int // steps back of the clock so far (guarded by mu)
+	lim    *limiter.Limiter
+	slots  limiter.SlotStore
+	req    limiter.SlotRequest
+	server bool // Redis's clock decides: the fake clock places nothing
+}
+
+// A recorder collects a run's operations and faults.
+type recorder struct {
+	start  time.Time
+	mu     sync.Mutex
+	ops    []Op
+	faults []Fault
+	token  atomic.Int64
+}
+
+func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
+
+func (r *recorder) add(op ...Op) {
+	r.mu.Lock()
+	r.ops = append(r.ops, op...)
+	r.mu.Unlock()
+}
+
+func (r *recorder) fault(f Fault) {
+	r.mu.Lock()
+	r.faults = append(r.faults, f)
+	r.mu.Unlock()
+}
+
+// A run records one history of one configuration with one seed.
+type run struct {
+	t       testing.TB
+	name    string
+	seed    uint64
+	spec    Spec
+	reps    []*replica
+	workers int           // per replica
+	length  time.Duration // of the recording
+	phase   time.Duration // how long a key is used: the keys of a phase are its partitions
+	keys    int           // per phase
+	faults  []faultKind
+	rec     recorder
+	stop    atomic.Bool
+	maxCost int64
+	actual  int64 // a settle's actual cost is 0 to reserved + actual
+	resets  int   // the share of operations that reset their key, %
+	stray   int   // one operation in stray is on any key of the phase, not the replica's (0: none)
+	returns bool  // refunds, and settles below their reservation
+}
+
+// key returns one of the keys of the phase the run is in: the one
+// replica rp favours for the moment (each replica turns to another key
+// every affinity, and so leaves a key, its lease unspent, and comes back
+// to it within the window), or, one time in stray, any.
+func (r *run) key(rng *rand.Rand, rp *replica) string {
+	since := time.Since(r.rec.start)
+	j := (int(since/affinity) + rp.id) % r.keys
+	if r.stray > 0 && rng.IntN(r.stray) == 0 {
+		j = rng.IntN(r.keys)
+	}
+	return fmt.Sprintf("p%d-k%d", since/r.phase, j)
+}
+
+// affinity is how long a replica favours one key.
+const affinity = 150 * time.Millisecond
+
+// record runs the workers, the clocks and the faults for r.length, and
+// returns the history.
+func (r *run) record() *History {
+	r.t.Helper()
+	r.rec.start = time.Now()
+	for _, rp := range r.reps {
+		rp.clock.Set(epoch0)
+	}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		r.moveClocks(done)
+	}()
+	go func() {
+		defer wg.Done()
+		r.inject(done)
+	}()
+	var workers sync.WaitGroup
+	client := 0
+	for _, rp := range r.reps {
+		for range r.workers {
+			w := &worker{run: r, rp: rp, client: client,
+				rng: rand.New(rand.NewPCG(r.seed, uint64(client)))}
+			client++
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				w.loop()
+			}()
+		}
+	}
+	time.Sleep(r.length) // the recording's length, not a window to cross
+	r.stop.Store(true)
+	workers.Wait()
+	close(done)
+	wg.Wait()
+	return &History{Name: r.name, Seed: r.seed, Spec: r.spec, Ops: r.rec.ops, Faults: r.rec.faults}
+}
+
+// moveClocks moves every replica's clock on by clockSpeed times the real
+// time elapsed, every clockTick, until done.
+func (r *run) moveClocks(done <-chan struct{}) {
+	tick := time.NewTicker(clockTick)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-tick.C:
+			d := (now.Sub(last) * clockSpeed).Truncate(time.Millisecond)
+			last = last.Add(d / clockSpeed)
+			for _, rp := range r.reps {
+				rp.mu.Lock()
+				rp.clock.Advance(d)
+				rp.mu.Unlock()
+			}
+		}
+	}
+}
+
+// step moves rp's clock by d, counting a step back.
+func (rp *replica) step(d time.Duration) {
+	rp.mu.Lock()
+	rp.clock.Advance(d)
+	if d < 0 {
+		rp.epoch++
+	}
+	rp.mu.Unlock()
+}
+
+// failedDir holds the histories runs found illegal, for TestReplay: not
+// committed (.gitignore); a history kept as a fixture is moved up to
+// testdata/ with a note.
+var failedDir = filepath.Join("testdata", "failed")
+
+// check checks h; when illegal it saves h under failedDir for
+// TestReplay, with its HTML view and a text account in a temporary
+// directory, and fails the test.
+func check(t testing.TB, h *History) Verdict {
+	t.Helper()
+	start := time.Now()
+	v := Check(h, checkTimeout)
+	ops, unknown := h.Counts()
+	t.Logf("%s seed %d: %d operations (%d failed), %d keys, %d faults: %s in %v",
+		h.Name, h.Seed, ops, unknown, len(h.Keys()), len(h.Faults), v.Result, time.Since(start).Round(time.Millisecond))
+	for _, f := range h.Faults {
+		t.Logf("  %s at %v for %v: %s", f.Kind, time.Duration(f.Start).Round(time.Millisecond),
+			time.Duration(f.End-f.Start).Round(time.Millisecond), f.Detail)
+	}
+	switch v.Result {
+	case porcupine.Unknown:
+		t.Errorf("%s seed %d: no verdict within %v: the history is too large to check", h.Name, h.Seed, checkTimeout)
+	case porcupine.Illegal:
+		h.Want = "Illegal"
+		file := filepath.Join(failedDir, fmt.Sprintf("%s-seed%d.json", h.Name, h.Seed))
+		if err := os.MkdirAll(failedDir, 0o755); err != nil {
+			t.Errorf("save: %v", err)
+		}
+		if err := h.Save(file); err != nil {
+			t.Errorf("save: %v", err)
+		}
+		dir, err := os.MkdirTemp("", "linearize-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		html := filepath.Join(dir, h.Name+".html")
+		if err := h.Visualize(v, html); err != nil {
+			t.Errorf("visualize: %v", err)
+		}
+		text := h.Explain(v)
+		if err := os.WriteFile(filepath.Join(dir, h.Name+".txt"), []byte(text), 0o644); err != nil {
+			t.Errorf("explain: %v", err)
+		}
+		if len(text) > 8000 {
+			text = text[:8000] + "\n  ..."
+		}
+		t.Errorf("%s seed %d: not linearizable: keys %v; replay file %s, view %s\n%s",
+			h.Name, h.Seed, v.Illegal, file, html, text)
+	}
+	return v
+}
+
+// checkTimeout bounds the check of one history.
+const checkTimeout = 60 * time.Second
+
+// A worker is one porcupine client: a goroutine of one replica, calling
+// one operation at a time.
+type worker struct {
+	run    *run
+	rp     *replica
+	client int
+	rng    *rand.Rand
+	res    *limiter.Reservation // a reservation to settle
+	resIn  Input
+	held   *heldSlot
+}
+
+type heldSlot struct {
+	slot    limiter.Slot
+	token   int
+	local   bool
+	slotKey string
+}
+
+func (w *worker) loop() {
+	r := w.run
+	for !r.stop.Load() {
+		key := r.key(w.rng, w.rp)
+		if w.rng.IntN(100) < r.resets {
+			w.reset(key)
+			continue
+		}
+		switch x := w.rng.IntN(100); {
+		case x < 38:
+			w.decide(Allow, key, false)
+		case x < 48:
+			w.decide(Peek, key, false)
+		case x < 58:
+			if w.res == nil {
+				w.reserve(key)
+			}
+		case x < 66:
+			w.decide(Allow, key, r.returns)
+		default:
+			w.slot(key)
+		}
+		if w.res != nil && w.rng.IntN(3) == 0 {
+			w.settle()
+		}
+		// Pace the load, so that histories stay small enough to check.
+		time.Sleep(time.Duration(w.rng.IntN(1500)) * time.Microsecond)
+	}
+	if w.res != nil {
+		w.settle()
+	}
+	if w.held != nil {
+		w.slot("")
+	}
+}
+
+// begin holds the replica's clock still for one operation of kind k on
+// key and returns it, called: its instant is the clock's (on Redis's
+// clock, the wall clock's, no earlier than Redis's TIME when it runs).
+// end records its return and lets the clock move.
+func (w *worker) begin(k Kind, key string) Op {
+	w.rp.mu.RLock()
+	in := Input{Kind: k, Replica: w.rp.id, Key: key, At: w.rp.clock.Now().UnixMilli(), Epoch: w.rp.epoch}
+	if w.rp.server {
+		in.At, in.Epoch = time.Now().UnixMilli(), 0
+	}
+	return Op{Client: w.client, In: in, Call: w.run.rec.now()}
+}
+
+func (w *worker) end(op *Op) {
+	op.Return = w.run.rec.now()
+	w.rp.mu.RUnlock()
+}
+
+// finish records op, answered at ret (its input's latest instant on
+// Redis's clock), or failed with err.
+func (w *worker) finish(op Op, err error) {
+	if err != nil {
+		op.Return, op.Out = Never, Output{Unknown: true}
+	}
+	if w.rp.server {
+		op.In.AtHi = op.In.At + unknownSpanMs
+		if err == nil {
+			op.In.AtHi = time.Now().UnixMilli() + 1
+		}
+	}
+	w.run.rec.add(op)
+}
+
+func (w *worker) cost() int64 { return 1 + w.rng.Int64N(w.run.maxCost) }
+
+// decide makes an Allow (refund: then refunds it when admitted) or a
+// Peek.
+func (w *worker) decide(k Kind, key string, refund bool) {
+	ctx := context.Background()
+	cost := w.cost()
+	op := w.begin(k, key)
+	op.In.Cost = cost
+	var (
+		d   limiter.Decision
+		err error
+	)
+	if k == Peek {
+		d, err = w.rp.lim.Peek(ctx, key, cost)
+	} else {
+		d, err = w.rp.lim.Allow(ctx, key, cost)
+	}
+	w.end(&op)
+	op.Out = w.output(d)
+	w.finish(op, err)
+	w.ghost(op, err)
+	if !refund || err != nil || !d.Allowed {
+		return
+	}
+	back := w.begin(Refund, key)
+	back.In.Cost, back.In.Charged, back.In.Local = cost, d.DecidedAt().UnixMilli(), op.Out.Local
+	err = w.rp.lim.Refund(ctx, key, cost, d)
+	w.end(&back)
+	w.finish(back, err)
+}
+
+// ghost records, beside a decision WithFailLocal's fallback made, the
+// Redis call it replaced, which may or may not have been charged.
+func (w *worker) ghost(op Op, err error) {
+	if err != nil || !op.Out.Local || op.In.Kind == Peek {
+		return
+	}
+	op.Return, op.Out = Never, Output{Unknown: true}
+	w.run.rec.add(op)
+}
+
+// output returns what d answers.
+func (w *worker) output(d limiter.Decision) Output {
+	out := Output{Allowed: d.Allowed, At: d.DecidedAt().UnixMilli(), Local: d.Policy != nil && d.Policy != w.rp.lim.Policy()}
+	for i := range d.NumWindows() {
+		out.Used = append(out.Used, d.WindowAt(i).Used)
+	}
+	return out
+}
+
+// reserve reserves an admission, to settle later.
+func (w *worker) reserve(key string) {
+	ctx := context.Background()
+	cost := w.cost()
+	op := w.begin(Reserve, key)
+	op.In.Cost = cost
+	res, err := w.rp.lim.Reserve(ctx, key, cost)
+	w.end(&op)
+	if err == nil {
+		op.Out = w.output(res.Decision)
+	}
+	w.finish(op, err)
+	w.ghost(op, err)
+	if err == nil && res.Allowed {
+		w.res, w.resIn = res, op.In
+		w.resIn.Local = op.Out.Local
+		w.resIn.Charged = res.DecidedAt().UnixMilli()
+	}
+}
+
+// settle settles the worker's reservation at an actual cost from 0 to
+// its reservation plus run.actual.
+func (w *worker) settle() {
+	ctx := context.Background()
+	res, in := w.res, w.resIn
+	w.res = nil
+	actual := w.rng.Int64N(res.Reserved() + w.run.actual + 1)
+	if !w.run.returns {
+		actual = res.Reserved() + w.rng.Int64N(w.run.actual+1)
+	}
+	op := w.begin(Settle, in.Key)
+	op.In.Cost, op.In.Actual, op.In.Charged, op.In.Local = res.Reserved(), actual, in.Charged, in.Local
+	err := res.Settle(ctx, actual)
+	w.end(&op)
+	w.finish(op, err)
+}
+
+// reset resets key.
+func (w *worker) reset(key string) {
+	op := w.begin(Reset, key)
+	err := w.rp.lim.Reset(context.Background(), key)
+	w.end(&op)
+	w.finish(op, err)
+}
+
+// slot takes a slot of key when the worker holds none, and otherwise
+// gives back the one it holds. A hold whose answer was lost is given back
+// by the store in the background: a release that may come at any time.
+func (w *worker) slot(key string) {
+	ctx := context.Background()
+	if h := w.held; h != nil {
+		w.held = nil
+		req := w.rp.req
+		req.Key = h.slotKey
+		op := w.begin(Release, h.slotKey)
+		op.In.Token, op.In.Local = h.token, h.local
+		err := w.rp.slots.ReleaseSlot(ctx, req, h.slot)
+		w.end(&op)
+		w.finish(op, err)
+		return
+	}
+	req := w.rp.req
+	req.Key = key
+	op := w.begin(Acquire, key)
+	op.In.Token = int(w.run.rec.token.Add(1))
+	s, err := w.rp.slots.AcquireSlot(ctx, req)
+	w.end(&op)
+	op.Out = Output{Allowed: s.Acquired, Used: []int64{s.Held}, Local: s.Max != req.Max}
+	w.finish(op, err)
+	if err == nil && op.Out.Local {
+		// WithFailLocal's fallback took it: the Redis call it replaced
+		// may have taken one, which the store gives back by itself.
+		w.run.rec.add(Op{Client: w.client, Call: op.Call, Return: Never, In: op.In, Out: Output{Unknown: true}})
+	}
+	if err != nil || op.Out.Local {
+		back := Op{Client: w.client, Call: op.Call, Return: Never, In: op.In, Out: Output{Unknown: true}}
+		back.In.Kind = Release
+		w.run.rec.add(back) // given back in the background: may come at any time
+	}
+	if err == nil && s.Acquired {
+		w.held = &heldSlot{slot: s, token: op.In.Token, local: op.Out.Local, slotKey: key}
+	}
+}
