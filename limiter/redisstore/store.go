@@ -490,6 +490,11 @@ func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
 // most a lease per replica). On the limiter's clock (the default) the
 // current windows are found with now, its instant, and the windows either
 // side of them are deleted too, for replicas whose clocks differ.
+//
+// The deletion is sent once, never again after a network error (as a
+// script call is): run twice, it would forget what other replicas charged
+// between the two runs. So an error, like a decision's, does not say
+// whether Redis forgot the counts: a caller that must know resets again.
 func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now time.Time) error {
 	switch {
 	case s.closed.Load():
@@ -518,7 +523,14 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now ti
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
-	err := s.client.Del(tctx, keys...).Err()
+	args := make([]any, 0, 1+len(keys))
+	args = append(args, "del")
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	del := onceCmd{redis.NewIntCmd(tctx, args...)}
+	_ = s.client.Process(tctx, del)
+	err := del.Err()
 	// A decision whose script ran before the DEL may have recorded the
 	// key since the first forget: forget again, which also keeps out
 	// any decision still in flight.
