@@ -3,10 +3,12 @@ package redisstore
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestResetSentOnce: a Reset whose reply is lost after Redis deleted the
@@ -36,4 +38,72 @@ func TestResetSentOnce(t *testing.T) {
 	if proxy.DropsLeft() != 0 {
 		t.Fatal("no reply was dropped: the test proved nothing")
 	}
+}
+
+// TestResetForgetsLeasesGrantedDuringIt: a lease granted while a Reset
+// is under way, from the counts its DEL is about to delete, is forgotten
+// with them. Reset forgot the key's leases before its DEL only, so a
+// decision that set out after that and leased before the DEL kept units
+// charged to counts that no longer existed, and the replica admitted
+// them beside the fresh budget: the history checker (internal/linearize,
+// redis-leases-reset) found a replica's admissions past the limit right
+// after its own Reset.
+func TestResetForgetsLeasesGrantedDuringIt(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Client(t, redistest.Shared(t).Options().Addr)
+	held, hold := make(chan struct{}), make(chan struct{})
+	c.AddHook(delHook{held, hold})
+	s := newStore(t, c, WithLeases(50*time.Millisecond, 2), WithOverLimitCache(0))
+	p := limiter.MustPolicy("reset-race", limiter.PerHour(8))
+	req := limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}
+	done := make(chan error, 1)
+	go func() { done <- s.Reset(ctx, "k", p, t0) }()
+	<-held // the Reset has forgotten the key; its DEL waits
+	for range 2 {
+		if _, err := s.Take(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.leases.held(p, "k") == 0 {
+		t.Fatal("no lease granted while the Reset ran: the test proved nothing")
+	}
+	close(hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	admitted := 0
+	for range 12 {
+		d, err := s.Take(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 8 {
+		t.Fatalf("admitted after the Reset: got %d, want the limit 8", admitted)
+	}
+}
+
+// delHook holds a DEL until hold is closed, closing held when one comes.
+type delHook struct {
+	held chan<- struct{}
+	hold <-chan struct{}
+}
+
+func (delHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h delHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "del" {
+			close(h.held)
+			<-h.hold
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (delHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

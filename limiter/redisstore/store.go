@@ -532,9 +532,11 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now ti
 	_ = s.client.Process(tctx, del)
 	err := del.Err()
 	// A decision whose script ran before the DEL may have recorded the
-	// key since the first forget: forget again, which also keeps out
-	// any decision still in flight.
+	// key since the first forget, in the over-limit cache or as a lease
+	// granted from the counts the DEL deleted: forget again, which also
+	// keeps out any decision still in flight.
 	s.cache.forget(p, key)
+	s.leases.forget(p, key)
 	if err != nil {
 		return fmt.Errorf("redisstore: reset: %w", err)
 	}
