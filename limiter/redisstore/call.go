@@ -37,8 +37,9 @@ func (rawScriptCmd) NoRetry() bool { return true }
 
 // onceCmd is a command sent at most once that is no script: a Reset's
 // DEL, which, sent again after its reply was lost, would forget what was
-// charged between its two runs.
-type onceCmd struct{ *redis.IntCmd }
+// charged between its two runs; WithReplicaAcks' barrier and WAIT, in the
+// pipeline of the calls they follow.
+type onceCmd struct{ redis.Cmder }
 
 // NoRetry keeps go-redis from sending the command again.
 func (onceCmd) NoRetry() bool { return true }

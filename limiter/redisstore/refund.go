@@ -75,10 +75,18 @@ func (s *Store) refundRedis(ctx context.Context, req limiter.Request, d *limiter
 	cmd = append(cmd, args...)
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
-	_, err := s.send(tctx, s.client, cmd, false)
+	send := func() error {
+		if s.cfg.acks == 0 {
+			_, err := s.send(tctx, s.client, cmd, false)
+			return err
+		}
+		s.stats.roundTrips.Add(1)
+		return s.acked(tctx, req.Key, redis.NewCmd(tctx, cmd...))
+	}
+	err := send()
 	if isNoScript(err) {
 		cmd[0], cmd[1] = "eval", refundSource
-		_, err = s.send(tctx, s.client, cmd, false)
+		err = send()
 	}
 	s.cache.forget(req.Policy, req.Key)
 	if err != nil {

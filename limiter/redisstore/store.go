@@ -175,6 +175,10 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if s.path == pathPlain { // rounds of one, as many as the pools hold
 		size, inFlight = 1, max(pool, 1)
 	}
+	if cfg.acksSet && s.path == pathPlain {
+		return nil, fmt.Errorf("%w: WithReplicaAcks: the client (%T) routes each call itself, and WAIT must follow a call on its connection: "+
+			"give a *redis.Client, a failover client, a *redis.ClusterClient or a *redis.Ring", ErrInvalidOption, client)
+	}
 	s.declared.Store(cfg.declared || readsReplicas(client))
 	s.batch = newBatcher(s, takeScript{s}, r, size, inFlight, pool)
 	s.slotBatch = newBatcher(s, slotScript{}, r, size, inFlight, pool)
@@ -528,9 +532,14 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now ti
 	for _, k := range keys {
 		args = append(args, k)
 	}
-	del := onceCmd{redis.NewIntCmd(tctx, args...)}
-	_ = s.client.Process(tctx, del)
-	err := del.Err()
+	del := redis.NewIntCmd(tctx, args...)
+	var err error
+	if s.cfg.acks > 0 {
+		err = s.acked(tctx, key, del)
+	} else {
+		_ = s.client.Process(tctx, onceCmd{del})
+		err = del.Err()
+	}
 	// A decision whose script ran before the DEL may have recorded the
 	// key since the first forget, in the over-limit cache or as a lease
 	// granted from the counts the DEL deleted: forget again, which also
