@@ -74,49 +74,26 @@ func (h *History) Explain(v Verdict) string {
 	var b strings.Builder
 	m := Model(h.Spec)
 	for _, key := range v.Illegal {
-		var part []porcupine.Operation
-		for _, op := range h.operations() {
-			if op.Input.(Input).Key == key {
-				part = append(part, op)
-			}
-		}
-		_, info := porcupine.CheckOperationsVerbose(m, part, 0)
-		var longest []int
-		for _, l := range info.PartialLinearizations() {
-			for _, order := range l {
-				if len(order) > len(longest) {
-					longest = order
-				}
-			}
-		}
+		part := h.partition(key)
+		longest, stuck := stuckAt(m, part)
 		placed := map[int]int{}
 		st := m.Init()
 		for k, i := range longest {
 			placed[i] = k + 1
 			_, st = m.Step(st, part[i].Input, part[i].Output)
 		}
-		idx := make([]int, len(part))
-		for i := range idx {
-			idx[i] = i
-		}
-		slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(part[x].Call, part[y].Call) })
-		// The operation the order stops at: of those left out, the one
-		// that returned first (every order must place it before anything
-		// called after its return).
-		stuck := -1
-		for _, i := range idx {
-			if _, ok := placed[i]; !ok && (stuck < 0 || part[i].Return < part[stuck].Return) {
-				stuck = i
-			}
-		}
 		fmt.Fprintf(&b, "key %s: %d operations; the model explains %d in the order numbered, then cannot place %s; state then: %s\n",
 			key, len(part), len(longest), describe(part[stuck].Input.(Input), part[stuck].Output.(Output)), m.DescribeState(st))
+		idx := byCall(part)
 		at := slices.Index(idx, stuck)
 		for _, i := range idx[max(0, at-explainContext):min(len(idx), at+explainContext)] {
 			op := part[i]
-			ret := "never"
-			if op.Return != Never {
-				ret = fmt.Sprintf("%.3fms", float64(op.Return)/1e6)
+			ret := fmt.Sprintf("%.3fms", float64(op.Return)/1e6)
+			switch {
+			case op.Return == Never:
+				ret = "never"
+			case op.Output.(Output).Unknown:
+				ret = "by " + ret
 			}
 			mark := "   -"
 			if k, ok := placed[i]; ok {
@@ -131,3 +108,78 @@ func (h *History) Explain(v Verdict) string {
 	}
 	return b.String()
 }
+
+// partition returns the operations of key, as porcupine takes them.
+func (h *History) partition(key string) []porcupine.Operation {
+	var part []porcupine.Operation
+	for _, op := range h.operations() {
+		if op.Input.(Input).Key == key {
+			part = append(part, op)
+		}
+	}
+	return part
+}
+
+// stuckAt returns the longest order of part m explains, and the
+// operation it stops at: of those left out, the one that returned first
+// (every order must place it before anything called after its return).
+func stuckAt(m porcupine.Model, part []porcupine.Operation) (longest []int, stuck int) {
+	_, info := porcupine.CheckOperationsVerbose(m, part, 0)
+	for _, l := range info.PartialLinearizations() {
+		for _, order := range l {
+			if len(order) > len(longest) {
+				longest = order
+			}
+		}
+	}
+	stuck = -1
+	for _, i := range byCall(part) {
+		if !slices.Contains(longest, i) && (stuck < 0 || part[i].Return < part[stuck].Return) {
+			stuck = i
+		}
+	}
+	return longest, stuck
+}
+
+// byCall returns the indexes of ops in call order.
+func byCall(ops []porcupine.Operation) []int {
+	idx := make([]int, len(ops))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(ops[x].Call, ops[y].Call) })
+	return idx
+}
+
+// Shrink returns h cut down to what keeps it illegal, as a replay file
+// small enough to keep: the first illegal key's operations called before
+// the one the model cannot place returned. (A history no order explains
+// stays so with the operations called after that return left out, as
+// long as the check agrees; else the key's operations are kept whole.)
+func (h *History) Shrink(v Verdict) *History {
+	if len(v.Illegal) == 0 {
+		return h
+	}
+	key := v.Illegal[0]
+	part := h.partition(key)
+	_, stuck := stuckAt(Model(h.Spec), part)
+	small := *h
+	small.Ops = nil
+	for _, op := range h.Ops {
+		if op.In.Key == key && (stuck < 0 || op.Call <= part[stuck].Return) {
+			small.Ops = append(small.Ops, op)
+		}
+	}
+	if Check(&small, checkTimeout).Result != porcupine.Illegal {
+		small.Ops = nil
+		for _, op := range h.Ops {
+			if op.In.Key == key {
+				small.Ops = append(small.Ops, op)
+			}
+		}
+	}
+	return &small
+}
+
+// checkTimeout bounds the check of one history.
+const checkTimeout = 60 * time.Second

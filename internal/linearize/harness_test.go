@@ -2,10 +2,13 @@ package linearize
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
+	"github.com/fixedwindow/ratelimit/limiter/redisstore"
 )
 
 // The recorder's clocks. Every replica's fake clock moves on by
@@ -25,9 +29,19 @@ const (
 	clockTick   = 10 * time.Millisecond
 	clockSpeed  = 4
 	clockTickMs = clockSpeed * int64(clockTick/time.Millisecond)
-	// unknownSpanMs bounds, on Redis's clock, when a failed decision may
-	// still run: a paused Redis runs it when it resumes.
-	unknownSpanMs = 5000
+	// unknownSpan bounds when a failed operation may still take effect:
+	// Redis runs a call it has received or never (a paused Redis when it
+	// resumes, 300 ms at most here; a restarted or killed one never), and
+	// the client gives up on a call, closing its connection, within the
+	// store's timeout (100 ms).
+	unknownSpan = time.Second
+	// orphanSpan bounds when a slot whose hold failed is given back: in
+	// the background once its call cannot be running, or when its lease
+	// (10 s) ends.
+	orphanSpan = 12 * time.Second
+	// afterEvent is how long a history goes on once its failover is
+	// over, for what it left to be read.
+	afterEvent = 2 * time.Second
 )
 
 // epoch0 is where every fake clock starts: a window boundary of every
@@ -56,6 +70,12 @@ type recorder struct {
 	ops    []Op
 	faults []Fault
 	token  atomic.Int64
+	// refused counts the operations that failed sending nothing (see
+	// unsent): left out of the history. failedFirst and failedLast are
+	// when the first and the last operation that failed, either way, were
+	// called (ns, as an Op's times).
+	refused                 atomic.Int64
+	failedFirst, failedLast atomic.Int64
 }
 
 func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
@@ -64,6 +84,13 @@ func (r *recorder) add(op ...Op) {
 	r.mu.Lock()
 	r.ops = append(r.ops, op...)
 	r.mu.Unlock()
+}
+
+// failed notes an operation called at call that failed.
+func (r *recorder) failed(call int64) {
+	r.failedFirst.CompareAndSwap(0, call)
+	for last := r.failedLast.Load(); call > last && !r.failedLast.CompareAndSwap(last, call); last = r.failedLast.Load() {
+	}
 }
 
 func (r *recorder) fault(f Fault) {
@@ -84,6 +111,7 @@ type run struct {
 	phase   time.Duration // how long a key is used: the keys of a phase are its partitions
 	keys    int           // per phase
 	faults  []faultKind
+	event   func(done <-chan struct{}) // a failover, run once beside the faults
 	rec     recorder
 	stop    atomic.Bool
 	maxCost int64
@@ -119,7 +147,7 @@ func (r *run) record() *History {
 	}
 	var wg sync.WaitGroup
 	done := make(chan struct{})
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		r.moveClocks(done)
@@ -127,6 +155,14 @@ func (r *run) record() *History {
 	go func() {
 		defer wg.Done()
 		r.inject(done)
+	}()
+	eventDone := make(chan struct{})
+	go func() {
+		defer wg.Done()
+		defer close(eventDone)
+		if r.event != nil {
+			r.event(done)
+		}
 	}()
 	var workers sync.WaitGroup
 	client := 0
@@ -143,10 +179,23 @@ func (r *run) record() *History {
 		}
 	}
 	time.Sleep(r.length) // the recording's length, not a window to cross
+	if r.event != nil {
+		// Past a failover too, for its aftermath to be read.
+		<-eventDone
+		time.Sleep(afterEvent)
+	}
 	r.stop.Store(true)
 	workers.Wait()
 	close(done)
 	wg.Wait()
+	if n := r.rec.refused.Load(); n > 0 {
+		r.t.Logf("%s seed %d: %d operations failed sending nothing (an open breaker, a dial refused), left out", r.name, r.seed, n)
+	}
+	if r.rec.failedLast.Load() > 0 {
+		first, last := time.Duration(r.rec.failedFirst.Load()), time.Duration(r.rec.failedLast.Load())
+		r.t.Logf("%s seed %d: operations failed from %v to %v (%v)", r.name, r.seed,
+			first.Round(time.Millisecond), last.Round(time.Millisecond), (last - first).Round(time.Millisecond))
+	}
 	return &History{Name: r.name, Seed: r.seed, Spec: r.spec, Ops: r.rec.ops, Faults: r.rec.faults}
 }
 
@@ -187,10 +236,21 @@ func (rp *replica) step(d time.Duration) {
 // testdata/ with a note.
 var failedDir = filepath.Join("testdata", "failed")
 
-// check checks h; when illegal it saves h under failedDir for
-// TestReplay, with its HTML view and a text account in a temporary
-// directory, and fails the test.
+// check checks h and fails the test unless it is linearizable; see
+// verdict.
 func check(t testing.TB, h *History) Verdict {
+	t.Helper()
+	v := verdict(t, h)
+	if v.Result != porcupine.Ok {
+		t.Errorf("%s seed %d: %s", h.Name, h.Seed, v.Result)
+	}
+	return v
+}
+
+// verdict checks h and logs what it found; when illegal it saves h under
+// failedDir for TestReplay, with its HTML view and a text account in a
+// temporary directory, and logs where.
+func verdict(t testing.TB, h *History) Verdict {
 	t.Helper()
 	start := time.Now()
 	v := Check(h, checkTimeout)
@@ -203,7 +263,7 @@ func check(t testing.TB, h *History) Verdict {
 	}
 	switch v.Result {
 	case porcupine.Unknown:
-		t.Errorf("%s seed %d: no verdict within %v: the history is too large to check", h.Name, h.Seed, checkTimeout)
+		t.Logf("%s seed %d: no verdict within %v: the history is too large to check", h.Name, h.Seed, checkTimeout)
 	case porcupine.Illegal:
 		h.Want = "Illegal"
 		file := filepath.Join(failedDir, fmt.Sprintf("%s-seed%d.json", h.Name, h.Seed))
@@ -211,6 +271,10 @@ func check(t testing.TB, h *History) Verdict {
 			t.Errorf("save: %v", err)
 		}
 		if err := h.Save(file); err != nil {
+			t.Errorf("save: %v", err)
+		}
+		small := strings.TrimSuffix(file, ".json") + "-min.json"
+		if err := h.Shrink(v).Save(small); err != nil {
 			t.Errorf("save: %v", err)
 		}
 		dir, err := os.MkdirTemp("", "linearize-")
@@ -228,14 +292,11 @@ func check(t testing.TB, h *History) Verdict {
 		if len(text) > 8000 {
 			text = text[:8000] + "\n  ..."
 		}
-		t.Errorf("%s seed %d: not linearizable: keys %v; replay file %s, view %s\n%s",
-			h.Name, h.Seed, v.Illegal, file, html, text)
+		t.Logf("%s seed %d: not linearizable: keys %v; replay files %s and %s (its first illegal key, cut), view %s\n%s",
+			h.Name, h.Seed, v.Illegal, file, small, html, text)
 	}
 	return v
 }
-
-// checkTimeout bounds the check of one history.
-const checkTimeout = 60 * time.Second
 
 // A worker is one porcupine client: a goroutine of one replica, calling
 // one operation at a time.
@@ -310,19 +371,51 @@ func (w *worker) end(op *Op) {
 	w.rp.mu.RUnlock()
 }
 
-// finish records op, answered at ret (its input's latest instant on
-// Redis's clock), or failed with err.
-func (w *worker) finish(op Op, err error) {
+// finish records op, or its failure err, and reports whether it may
+// have taken effect: a failure that sent nothing is left out (unsent);
+// any other may take effect until unknownSpan after its call, or never.
+func (w *worker) finish(op Op, err error) bool {
 	if err != nil {
-		op.Return, op.Out = Never, Output{Unknown: true}
+		w.run.rec.failed(op.Call)
+		if unsent(op.In.Kind, err) {
+			w.run.rec.refused.Add(1)
+			return false
+		}
+		within := unknownSpan
+		if op.In.Kind == Release {
+			within = orphanSpan // the store gives it back in the background
+		}
+		op.Return, op.Out = op.Call+int64(within), Output{Unknown: true}
 	}
 	if w.rp.server {
-		op.In.AtHi = op.In.At + unknownSpanMs
+		op.In.AtHi = op.In.At + unknownSpan.Milliseconds()
 		if err == nil {
 			op.In.AtHi = time.Now().UnixMilli() + 1
 		}
 	}
 	w.run.rec.add(op)
+	return true
+}
+
+// unsent reports whether an operation of kind k that failed with err
+// sent nothing: refused by its server's open breaker, or its connection's
+// dial refused at once. Not so a settle, which may fail on a second call
+// after its first lost its reply, nor a release, which the store makes
+// again in the background.
+func unsent(k Kind, err error) bool {
+	if k == Settle || k == Release {
+		return false
+	}
+	var ne *net.OpError
+	return errors.Is(err, redisstore.ErrCircuitOpen) ||
+		errors.As(err, &ne) && ne.Op == "dial" && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// maybe returns op, failed: it may take effect until within after its
+// call, or never.
+func maybe(op Op, within time.Duration) Op {
+	op.Return, op.Out = op.Call+int64(within), Output{Unknown: true}
+	return op
 }
 
 func (w *worker) cost() int64 { return 1 + w.rng.Int64N(w.run.maxCost) }
@@ -363,8 +456,7 @@ func (w *worker) ghost(op Op, err error) {
 	if err != nil || !op.Out.Local || op.In.Kind == Peek {
 		return
 	}
-	op.Return, op.Out = Never, Output{Unknown: true}
-	w.run.rec.add(op)
+	w.run.rec.add(maybe(op, unknownSpan))
 }
 
 // output returns what d answers.
@@ -444,16 +536,18 @@ func (w *worker) slot(key string) {
 	s, err := w.rp.slots.AcquireSlot(ctx, req)
 	w.end(&op)
 	op.Out = Output{Allowed: s.Acquired, Used: []int64{s.Held}, Local: s.Max != req.Max}
-	w.finish(op, err)
+	if !w.finish(op, err) {
+		return // refused, sending nothing
+	}
 	if err == nil && op.Out.Local {
 		// WithFailLocal's fallback took it: the Redis call it replaced
 		// may have taken one, which the store gives back by itself.
-		w.run.rec.add(Op{Client: w.client, Call: op.Call, Return: Never, In: op.In, Out: Output{Unknown: true}})
+		w.run.rec.add(maybe(op, unknownSpan))
 	}
 	if err != nil || op.Out.Local {
-		back := Op{Client: w.client, Call: op.Call, Return: Never, In: op.In, Out: Output{Unknown: true}}
+		back := maybe(op, orphanSpan)
 		back.In.Kind = Release
-		w.run.rec.add(back) // given back in the background: may come at any time
+		w.run.rec.add(back) // given back in the background, or its lease ends
 	}
 	if err == nil && s.Acquired {
 		w.held = &heldSlot{slot: s, token: op.In.Token, local: op.Out.Local, slotKey: key}

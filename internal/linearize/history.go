@@ -72,8 +72,8 @@ type Output struct {
 
 // An Op is one operation of a history: who called, what, when (ns since
 // the recording began) and what came back. An operation that failed
-// returns at Never: it may have taken effect at any time after its call,
-// or not at all.
+// (Output.Unknown) may have taken effect once or not at all: its Return
+// is the latest it may have taken effect (Never: at any time).
 type Op struct {
 	Client int    `json:"client"`
 	Call   int64  `json:"call"`
@@ -82,7 +82,8 @@ type Op struct {
 	Out    Output `json:"out"`
 }
 
-// Never is the return time of an operation that failed.
+// Never is the return time of a failed operation that may take effect at
+// any time.
 const Never = math.MaxInt64
 
 // A Fault is one fault injected while a history was recorded, from Start
@@ -131,9 +132,9 @@ func (h *History) Counts() (ops, unknown int) {
 	return len(h.Ops), unknown
 }
 
-// Save writes h to path as indented JSON.
+// Save writes h to path as JSON.
 func (h *History) Save(path string) error {
-	b, err := json.MarshalIndent(h, "", " ")
+	b, err := json.Marshal(h)
 	if err != nil {
 		return fmt.Errorf("linearize: encode %s: %w", h.Name, err)
 	}

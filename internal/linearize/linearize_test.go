@@ -3,6 +3,8 @@ package linearize
 import (
 	"flag"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,6 +97,18 @@ func targets() []target {
 			r.redisReplicas(single(redistest.SharedAddr, nil), redisstore.WithLeases(0, leaseDivisor), redisstore.WithOverLimitCache(0))
 			r.actual, r.stray, r.resets = 0, 0, 3
 			r.length *= 2
+		}},
+		// WithReplicaAcks on a master with one replica: the replica
+		// paused past the ack timeout fails the rounds, never an answer.
+		{"redis-acks", shortSpec, func(r *run) {
+			s := startServer(r.t)
+			replica := redistest.StartServer(r.t, "--replicaof", "127.0.0.1", strconv.Itoa(s.srv.Port()))
+			if !await(func() bool { return strings.Contains(replication(s.srv.Addr(), "slave0"), "state=online") }) {
+				r.t.Fatalf("replica %s not in sync", replica.Addr())
+			}
+			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0),
+				redisstore.WithReplicaAcks(1, ackTimeout), redisstore.WithTimeout(failoverTimeout))
+			r.faults = []faultKind{lostReplies(s.proxy), connReset(s.admin), pause(s.srv, replica), clockStep}
 		}},
 		{"cluster", shortSpec, func(r *run) {
 			cl := startCluster(r.t)

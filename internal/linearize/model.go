@@ -287,6 +287,11 @@ func (sp *Spec) step(s state, in Input, out Output) []any {
 		n.slots = slices.DeleteFunc(n.slots, func(h held) bool { return h == held{who, in.Token} })
 		next = []state{n}
 	}
+	if out.Unknown {
+		// It may not have happened at all (or not yet): porcupine places
+		// it no later than its Return.
+		next = append(next, s.clone())
+	}
 	res := make([]any, 0, len(next))
 	for _, n := range next {
 		res = append(res, n.seal())

@@ -93,18 +93,14 @@ func (sp *Spec) write(n *state, who int, at int64, cnt []int64, charged bool, co
 }
 
 // maybeCharged steps a decision that failed: it may have been decided
-// (and charged, when it admitted) at any instant it could be decided at,
-// or never; porcupine places it anywhere after its call, the end
-// included.
+// (and charged, when it admitted) at any instant it could be decided at;
+// step adds that it may not have happened.
 func (sp *Spec) maybeCharged(s state, in Input) []state {
 	var next []state
 	for _, at := range sp.instants(&s, &in, -1) {
 		for _, cnt := range sp.windowCounts(&s, -1, at, in.Epoch) {
-			if sp.Lease > 0 {
-				next = append(next, s.clone()) // a lease may strand it: refused
-				if !sp.leaseAdmits(&s, at, cnt, in.Cost) || in.Kind == Peek {
-					continue
-				}
+			if sp.Lease > 0 && (!sp.leaseAdmits(&s, at, cnt, in.Cost) || in.Kind == Peek) {
+				continue // refused (a lease may strand units), or a peek: nothing changes
 			}
 			n := s.clone()
 			sp.write(&n, -1, at, cnt, in.Kind != Peek && sp.admits(-1, cnt, in.Cost), in.Cost, in.Epoch)
@@ -359,9 +355,9 @@ func (sp *Spec) acquire(s state, in Input, out Output) []state {
 	switch {
 	case out.Unknown:
 		if room {
-			return []state{s.clone(), take()}
+			return []state{take()}
 		}
-		return []state{s.clone()}
+		return nil // refused: nothing changes (step adds that)
 	case len(out.Used) != 1 || out.Allowed != room:
 		return nil
 	case out.Allowed && out.Used[0] == heldBy+1:

@@ -109,7 +109,7 @@ type server struct {
 }
 
 func startServer(t testing.TB) *server {
-	srv := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "everysec")
+	srv := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "everysec", "--repl-diskless-sync-delay", "0")
 	return &server{srv: srv, proxy: redistest.StartProxy(t, srv.Addr()), admin: redistest.Client(t, srv.Addr())}
 }
 
