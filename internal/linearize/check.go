@@ -181,5 +181,5 @@ func (h *History) Shrink(v Verdict) *History {
 	return &small
 }
 
-// checkTimeout bounds the check of one history.
+// checkTimeout bounds the check of one history (a cut one, in Shrink).
 const checkTimeout = 60 * time.Second

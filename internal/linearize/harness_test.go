@@ -231,6 +231,11 @@ func (rp *replica) step(d time.Duration) {
 	rp.mu.Unlock()
 }
 
+// longCheckTimeout bounds the check of one history of the long run:
+// failed Resets, each of which may have wiped the counts at any point of
+// a second, make a few of its failovers' histories take 30 to 60 s.
+const longCheckTimeout = 5 * time.Minute
+
 // failedDir holds the histories runs found illegal, for TestReplay: not
 // committed (.gitignore); a history kept as a fixture is moved up to
 // testdata/ with a note.
@@ -253,7 +258,11 @@ func check(t testing.TB, h *History) Verdict {
 func verdict(t testing.TB, h *History) Verdict {
 	t.Helper()
 	start := time.Now()
-	v := Check(h, checkTimeout)
+	timeout := checkTimeout
+	if *long {
+		timeout = longCheckTimeout
+	}
+	v := Check(h, timeout)
 	ops, unknown := h.Counts()
 	t.Logf("%s seed %d: %d operations (%d failed), %d keys, %d faults: %s in %v",
 		h.Name, h.Seed, ops, unknown, len(h.Keys()), len(h.Faults), v.Result, time.Since(start).Round(time.Millisecond))
@@ -263,7 +272,14 @@ func verdict(t testing.TB, h *History) Verdict {
 	}
 	switch v.Result {
 	case porcupine.Unknown:
-		t.Logf("%s seed %d: no verdict within %v: the history is too large to check", h.Name, h.Seed, checkTimeout)
+		file := filepath.Join(failedDir, fmt.Sprintf("%s-seed%d-unknown.json", h.Name, h.Seed))
+		if err := os.MkdirAll(failedDir, 0o755); err != nil {
+			t.Errorf("save: %v", err)
+		}
+		if err := h.Save(file); err != nil {
+			t.Errorf("save: %v", err)
+		}
+		t.Logf("%s seed %d: no verdict within %v: the history is too large to check; saved as %s", h.Name, h.Seed, timeout, file)
 	case porcupine.Illegal:
 		h.Want = "Illegal"
 		file := filepath.Join(failedDir, fmt.Sprintf("%s-seed%d.json", h.Name, h.Seed))
@@ -398,17 +414,33 @@ func (w *worker) finish(op Op, err error) bool {
 }
 
 // unsent reports whether an operation of kind k that failed with err
-// sent nothing: refused by its server's open breaker, or its connection's
-// dial refused at once. Not so a settle, which may fail on a second call
-// after its first lost its reply, nor a release, which the store makes
-// again in the background.
+// ran nowhere: refused by its server's open breaker, its connection's
+// dial refused at once, or answered by an error Redis gives before it
+// runs a command (a cluster down, a server loading its data, a replica
+// or a master without its own, a slot mid-migration, a busy script).
+// Not so a settle, which may fail on a second call after its first lost
+// its reply, nor a release, which the store makes again in the
+// background.
 func unsent(k Kind, err error) bool {
 	if k == Settle || k == Release {
 		return false
 	}
-	var ne *net.OpError
-	return errors.Is(err, redisstore.ErrCircuitOpen) ||
-		errors.As(err, &ne) && ne.Op == "dial" && !errors.Is(err, context.DeadlineExceeded)
+	var (
+		ne     *net.OpError
+		reason interface{ Reason() string }
+	)
+	switch {
+	case errors.Is(err, redisstore.ErrCircuitOpen):
+		return true
+	case errors.As(err, &ne) && ne.Op == "dial" && !errors.Is(err, context.DeadlineExceeded):
+		return true
+	case errors.As(err, &reason):
+		switch reason.Reason() {
+		case "cluster_down", "loading", "master_down", "read_only", "try_again", "busy":
+			return true
+		}
+	}
+	return false
 }
 
 // maybe returns op, failed: it may take effect until within after its
