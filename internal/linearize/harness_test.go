@@ -119,6 +119,7 @@ type run struct {
 	resets  int   // the share of operations that reset their key, %
 	stray   int   // one operation in stray is on any key of the phase, not the replica's (0: none)
 	returns bool  // refunds, and settles below their reservation
+	settles int   // how many more operations in 100 reserve and settle at once (at most 38)
 }
 
 // key returns one of the keys of the phase the run is in: the one
@@ -342,9 +343,9 @@ func (w *worker) loop() {
 			continue
 		}
 		switch x := w.rng.IntN(100); {
-		case x < 38:
+		case x < 38-r.settles:
 			w.decide(Allow, key, false)
-		case x < 48:
+		case x < 48-r.settles:
 			w.decide(Peek, key, false)
 		case x < 58:
 			if w.res == nil {
@@ -355,7 +356,7 @@ func (w *worker) loop() {
 		default:
 			w.slot(key)
 		}
-		if w.res != nil && w.rng.IntN(3) == 0 {
+		if w.res != nil && (r.settles > 0 || w.rng.IntN(3) == 0) {
 			w.settle()
 		}
 		// Pace the load, so that histories stay small enough to check.

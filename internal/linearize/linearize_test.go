@@ -54,6 +54,15 @@ func targets() []target {
 			r.redisReplicas(single(s.proxy.Addr(), nil))
 			r.faults = s.faults()
 		}},
+		// Settles, each right after its reservation, under lost replies
+		// only: a settle whose reply is lost is sent once more with its
+		// token, and applied once.
+		{"redis-settles", settleSpec, func(r *run) {
+			s := startServer(r.t)
+			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0))
+			r.faults, r.settles = []faultKind{lostReplies(s.proxy)}, 38
+			r.length *= 2 // a lost reply must fall on a settle, which two replies in five carry
+		}},
 		{"redis-serverclock", withServerClock(shortSpec), func(r *run) {
 			s := startServer(r.t)
 			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0), redisstore.WithServerClock())

@@ -118,6 +118,7 @@ type held struct{ who, token int }
 type state struct {
 	counts  []count // sorted by who, rate, id
 	extra   []count // leases: units admitted from leases granted before a Reset, by window
+	debt    []count // leases: units settles charged past their reservations, by window
 	marks   []mark
 	credits []credit
 	slots   []held
@@ -132,6 +133,7 @@ func (s state) seal() state {
 	}
 	slices.SortFunc(s.counts, byWindow)
 	slices.SortFunc(s.extra, byWindow)
+	slices.SortFunc(s.debt, byWindow)
 	slices.SortFunc(s.marks, func(a, b mark) int {
 		return cmp.Or(cmp.Compare(a.who, b.who), cmp.Compare(a.rate, b.rate), cmp.Compare(a.id, b.id),
 			cmp.Compare(a.n, b.n), cmp.Compare(a.till, b.till))
@@ -145,6 +147,9 @@ func (s state) seal() state {
 	}
 	for _, c := range s.extra {
 		fmt.Fprintf(&b, "x%d.%d=%d ", c.rate, c.id, c.n)
+	}
+	for _, c := range s.debt {
+		fmt.Fprintf(&b, "d%d.%d=%d ", c.rate, c.id, c.n)
 	}
 	for _, m := range s.marks {
 		fmt.Fprintf(&b, "m%d.%d.%d=%d<%d ", m.who, m.rate, m.id, m.n, m.till)
@@ -162,7 +167,7 @@ func (s state) seal() state {
 
 // clone returns a copy of s whose slices the caller may change.
 func (s state) clone() state {
-	return state{counts: slices.Clone(s.counts), extra: slices.Clone(s.extra), marks: slices.Clone(s.marks),
+	return state{counts: slices.Clone(s.counts), extra: slices.Clone(s.extra), debt: slices.Clone(s.debt), marks: slices.Clone(s.marks),
 		credits: slices.Clone(s.credits), slots: slices.Clone(s.slots), time: s.time}
 }
 
@@ -213,8 +218,9 @@ func describeState(s state) string {
 //     usage past its limit, except in debt a settle put it in and by what
 //     another replica leased before a Reset or that settle (at most Lease
 //     units each, within a second); refusals are free (a lease strands
-//     units: docs/leases.md), and what Redis holds is never less than
-//     what it admitted;
+//     units: docs/leases.md); what Redis holds is never less than what it
+//     admitted, nor more than its limit but by what settles charged past
+//     their reservations (leases and charges never exceed the limit);
 //   - WithFailLocal (Spec.Divisor): a decision its fallback made is held
 //     to the rule over that replica's fallback at limit/Divisor, and the
 //     Redis call it replaced may or may not have been charged.

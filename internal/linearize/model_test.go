@@ -128,6 +128,10 @@ func TestModel(t *testing.T) {
 		{"reset_gives_leased_units_back", leased, seq(
 			allow(0, 100, 3, true, 3, 3), reset(1, 200), allow(1, 220, 3, true, 3, 3),
 			peek(1, 1300, 1, true, 2, 2)), porcupine.Illegal},
+		{"lease_charged_past_the_limit", leased, seq(
+			allow(0, 100, 3, true, 3, 3), peek(1, 110, 1, false, 4, 4)), porcupine.Illegal},
+		{"settled_past_the_limit_with_leases", leased, seq(
+			allow(0, 100, 3, true, 3, 3), settle(0, 110, 100, 3, 4), peek(1, 120, 1, false, 4, 4)), porcupine.Ok},
 		{"memory_window_left_and_back", memory, seq(
 			allow(0, 100, 2, true, 2, 2), epoch(allow(0, 200, 2, true, 2, 2), 1)), porcupine.Ok},
 		{"memory_without_step_back", memory, seq(

@@ -172,9 +172,13 @@ func (sp *Spec) leaseAdmits(s *state, at int64, cnt []int64, cost int64) bool {
 
 // extraOf returns what was spent in window id of rate i from leases
 // granted before a Reset or a settle.
-func (s *state) extraOf(i int, id int64) int64 {
-	for _, c := range s.extra {
-		if c.rate == i && c.id == id {
+func (s *state) extraOf(i int, id int64) int64 { return windowOf(s.extra, i, id) }
+
+// windowOf returns the count of rate i's window id in counts (the
+// store's), or 0.
+func windowOf(counts []count, i int, id int64) int64 {
+	for _, c := range counts {
+		if c.who < 0 && c.rate == i && c.id == id {
 			return c.n
 		}
 	}
@@ -200,8 +204,12 @@ func (sp *Spec) decideLeased(s state, in Input, out Output) []state {
 				if out.Allowed {
 					seen -= in.Cost
 				}
-				if seen < cnt[i]-s.extraOf(i, floorDiv(in.At, w)) {
+				id := floorDiv(in.At, w)
+				if seen < cnt[i]-s.extraOf(i, id) {
 					return nil // Redis holds less than it admitted
+				}
+				if seen > sp.Limits[i]+windowOf(s.debt, i, id) {
+					return nil // leases and charges past the limit
 				}
 			}
 		}
@@ -258,8 +266,14 @@ func (sp *Spec) charge(s state, in Input, delta int64) []state {
 		for _, cnt := range sp.windowCounts(&s, w, at, in.Epoch) {
 			n := s.clone()
 			sp.write(&n, w, at, cnt, true, delta, in.Epoch)
-			if w < 0 {
+			if w < 0 && sp.Lease > 0 {
 				sp.grantCredit(&n, in.Replica, in.At)
+				for i, win := range sp.Windows {
+					id := floorDiv(at, win)
+					d := windowOf(n.debt, i, id) + delta
+					n.debt = slices.DeleteFunc(n.debt, func(c count) bool { return c.rate == i && c.id == id })
+					n.debt = append(n.debt, count{who: -1, rate: i, id: id, n: d})
+				}
 			}
 			next = append(next, n)
 		}
@@ -326,6 +340,7 @@ func (sp *Spec) reset(s state, in Input, out Output) state {
 	}
 	n.counts = slices.DeleteFunc(n.counts, gone)
 	n.extra = slices.DeleteFunc(n.extra, gone)
+	n.debt = slices.DeleteFunc(n.debt, gone)
 	if !out.Unknown {
 		n.marks = slices.DeleteFunc(n.marks, func(m mark) bool { return m.who == in.Replica })
 	}

@@ -18,10 +18,13 @@ import (
 
 // The policy of the runs: 10 a second and 30 every 4 s, costs 1 to 3,
 // and at most 3 slots at once. The leases' runs use longer windows, in
-// which a lease (a second at most) ends well before its window.
+// which a lease (a second at most) ends well before its window; the
+// settles' run limits high enough that most reservations are admitted,
+// and settled.
 var (
-	shortSpec = Spec{Windows: []int64{1000, 4000}, Limits: []int64{10, 30}, Slots: 3}
-	leaseSpec = Spec{Windows: []int64{4000, 12000}, Limits: []int64{24, 60}, Slots: 3}
+	shortSpec  = Spec{Windows: []int64{1000, 4000}, Limits: []int64{10, 30}, Slots: 3}
+	leaseSpec  = Spec{Windows: []int64{4000, 12000}, Limits: []int64{24, 60}, Slots: 3}
+	settleSpec = Spec{Windows: []int64{1000, 4000}, Limits: []int64{400, 1200}, Slots: 3}
 )
 
 // leaseDivisor caps each lease at 24/4 = 6 units.
