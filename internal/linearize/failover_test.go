@@ -123,9 +123,10 @@ func TestFailover(t *testing.T) {
 			if !*long && (n != fc.replicas || fc.name != "cluster-kill") {
 				continue
 			}
-			t.Run(name, func(t *testing.T) {
-				for i := range seeds {
-					seed := *seedFlag + uint64(i)
+			for i := range seeds {
+				seed := *seedFlag + uint64(i)
+				// A subtest per seed: its servers stop when it ends.
+				t.Run(name+"/seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 					r := newRun(t, strings.ReplaceAll(name, "/", "-"), seed, failoverSpec, length)
 					// Fewer Resets: each that fails may have wiped the
 					// counts at any point of a second, which the checker
@@ -157,8 +158,8 @@ func TestFailover(t *testing.T) {
 						t.Errorf("%s seed %d waiting for every replica: %s, keys %v: a decision the store returned was lost",
 							name, seed, v.Result, v.Illegal)
 					}
-				}
-			})
+				})
+			}
 		}
 	}
 }

@@ -142,14 +142,15 @@ func withLease(sp Spec) Spec { sp.Lease = sp.Limits[0]/leaseDivisor + 3 - 1; ret
 func TestLinearizable(t *testing.T) {
 	seeds, length := size()
 	for _, tg := range targets() {
-		t.Run(tg.name, func(t *testing.T) {
-			for i := range seeds {
-				seed := *seedFlag + uint64(i)
+		for i := range seeds {
+			seed := *seedFlag + uint64(i)
+			// A subtest per seed: its servers stop when it ends.
+			t.Run(tg.name+"/seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 				r := newRun(t, tg.name, seed, tg.spec, length)
 				tg.build(r)
 				check(t, r.record())
-			}
-		})
+			})
+		}
 	}
 }
 
