@@ -2,21 +2,22 @@
 # (middleware/metrics, middleware/otelmetrics), the gRPC interceptor
 # (middleware/grpclimit), the support console's browser tests
 # (middleware/console/browsertest), the lab (example/lab), the
-# observability programs (example/observe), the gRPC example
-# (example/grpc), the migration recipes run against the limiters they
-# replace (example/migrating) and the tests that need what a consumer
-# must not (internal/consumer) are modules of their own, joined to the
-# root module by go.work, so that the root go.mod requires neither
-# Prometheus, OpenTelemetry, gRPC, a browser driver, another limiter nor
+# observability programs (example/observe), the gRPC and plans examples
+# (example/grpc, example/plans), the migration recipes run against the
+# limiters they replace (example/migrating), the history checker
+# (internal/linearize) and the tests that need what a consumer must not
+# (internal/consumer) are modules of their own, joined to the root module
+# by go.work, so that the root go.mod requires neither Prometheus,
+# OpenTelemetry, gRPC, a browser driver, another limiter, porcupine nor
 # a test-only module; PKGS names their packages beside the root
 # module's. bench/ is a module of its own too.
 GO       ?= go
-MODULES  ?= middleware/metrics middleware/otelmetrics middleware/grpclimit middleware/console/browsertest example/grpc example/plans example/lab example/migrating example/observe internal/consumer
+MODULES  ?= middleware/metrics middleware/otelmetrics middleware/grpclimit middleware/console/browsertest example/grpc example/plans example/lab example/migrating example/observe internal/consumer internal/linearize
 PKGS     ?= ./... $(addprefix ./,$(addsuffix /...,$(MODULES)))
 FUZZTIME ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test test-oldest-go bench bench-peers fuzz soak lint cover redis chromium console-screenshot
+.PHONY: test test-oldest-go bench bench-peers fuzz soak jepsen lint cover redis chromium console-screenshot
 
 # The whole suite, race detector on. The Redis-backed tests need a Redis
 # at 127.0.0.1:6379 and the redis-server binary: `redis` makes sure of both.
@@ -57,6 +58,18 @@ fuzz:
 SOAK_DURATION ?= 2m
 soak:
 	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 15m -run TestSoak -v ./internal/soak
+
+# The history checker's long run (docs/linearizability.md): every
+# configuration with JEPSEN_SEEDS seeds from JEPSEN_SEED, longer histories,
+# and the failovers with and without redisstore.WithReplicaAcks. make test
+# runs its short run (one seed, short histories). A history no order
+# explains is saved under internal/linearize/testdata/failed/, for
+# TestReplay, with a view and a text account in a temporary directory.
+JEPSEN_SEED  ?= 1
+JEPSEN_SEEDS ?= 5
+jepsen: redis
+	cd internal/linearize && $(GO) test -count=1 -timeout 60m -v -run 'TestLinearizable|TestFailover|TestReplay' . \
+		-args -long -seed $(JEPSEN_SEED) -seeds $(JEPSEN_SEEDS)
 
 lint:
 	./scripts/check-tree.sh

@@ -35,6 +35,15 @@ type rawScriptCmd struct{ *redis.RawCmd }
 // NoRetry keeps go-redis from sending the script again.
 func (rawScriptCmd) NoRetry() bool { return true }
 
+// onceCmd is a command sent at most once that is no script: a Reset's
+// DEL, which, sent again after its reply was lost, would forget what was
+// charged between its two runs; WithReplicaAcks' barrier and WAIT, in the
+// pipeline of the calls they follow.
+type onceCmd struct{ redis.Cmder }
+
+// NoRetry keeps go-redis from sending the command again.
+func (onceCmd) NoRetry() bool { return true }
+
 // serverError is an error reply from Redis, read from raw RESP. It
 // satisfies redis.Error, as go-redis's own error replies do.
 type serverError string

@@ -140,6 +140,12 @@
 // A decision that timed out or whose context ended may still have been
 // charged: the script may have run in Redis, only its reply given up on.
 //
+// Redis replicates asynchronously: a master lost before its replica had
+// a charge loses it, and a failover then admits past the limit.
+// WithReplicaAcks makes every answer wait until replicas hold it (WAIT,
+// once per round of decisions and server), so that what the store
+// answered survives the failover; docs/redis.md has what it costs.
+//
 // A decision is charged at most once. A reply lost after Redis ran the
 // script (a connection reset, a proxy restarting) is a failure of that
 // decision, answered as any failure is, never a second run: every

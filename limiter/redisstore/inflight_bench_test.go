@@ -2,9 +2,7 @@ package redisstore
 
 import (
 	"context"
-	"runtime"
 	"strconv"
-	"sync/atomic"
 	"testing"
 )
 
@@ -17,10 +15,7 @@ func BenchmarkInFlightRedis(b *testing.B) {
 		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
 			s := newStore(b, sharedClient(b))
 			f := newCap(b, s, "bench", 1<<30)
-			keys := make([]string, 10_000)
-			for i := range keys {
-				keys[i] = "client-" + strconv.Itoa(i)
-			}
+			keys := benchKeys(10_000)
 			ctx := context.Background()
 			one := func(key string) {
 				d, release, err := f.Acquire(ctx, key)
@@ -29,26 +24,7 @@ func BenchmarkInFlightRedis(b *testing.B) {
 				}
 				release()
 			}
-			before := s.Stats().RoundTrips
-			b.ReportAllocs()
-			b.ResetTimer()
-			if callers == 1 {
-				i := 0
-				for b.Loop() {
-					one(keys[i%len(keys)])
-					i++
-				}
-			} else {
-				b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
-				var next atomic.Uint64
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						one(keys[next.Add(1)%uint64(len(keys))])
-					}
-				})
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(s.Stats().RoundTrips-before)/float64(b.N), "calls/op")
+			benchCallers(b, s, callers, keys, one)
 		})
 	}
 }

@@ -90,6 +90,9 @@ type config struct {
 	batchInFlight   int
 	declared        bool
 	lease           leaseConfig
+	acks            int           // WithReplicaAcks: replicas to wait for, 0 for none
+	ackTimeout      time.Duration //
+	acksSet         bool          // WithReplicaAcks given, for New to check
 }
 
 func defaults() config {
@@ -283,6 +286,12 @@ func (c *config) validate() error {
 	case c.batchSize < 1 || c.batchSize > maxBatchSize || c.batchInFlight < 1:
 		return fmt.Errorf("%w: batching needs size in [1, %d] and in-flight ≥ 1, got %d and %d",
 			ErrInvalidOption, maxBatchSize, c.batchSize, c.batchInFlight)
+	case c.acksSet && c.acks < 1:
+		return fmt.Errorf("%w: WithReplicaAcks(%d, %v): wait for at least one replica (leave the option out for none)",
+			ErrInvalidOption, c.acks, c.ackTimeout)
+	case c.acksSet && (c.ackTimeout < time.Millisecond || c.ackTimeout%time.Millisecond != 0 || c.ackTimeout >= c.timeout):
+		return fmt.Errorf("%w: WithReplicaAcks(%d, %v): the timeout must be a whole number of milliseconds, at least 1ms and shorter than the decision's timeout (%v, WithTimeout)",
+			ErrInvalidOption, c.acks, c.ackTimeout, c.timeout)
 	}
 	return c.lease.validate()
 }

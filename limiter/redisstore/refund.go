@@ -89,10 +89,10 @@ func (s *Store) refundRedis(ctx context.Context, req limiter.Request, d *limiter
 	cmd := append(scriptCommand(nil, refundHash, keys), args...)
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
-	r, err := s.send(tctx, s.client, cmd, false)
+	r, err := s.sendOnce(tctx, req.Key, cmd)
 	if isNoScript(err) {
 		cmd[0], cmd[1] = "eval", refundSource
-		r, err = s.send(tctx, s.client, cmd, false)
+		r, err = s.sendOnce(tctx, req.Key, cmd)
 	}
 	s.cache.forget(req.Policy, req.Key)
 	if err != nil {

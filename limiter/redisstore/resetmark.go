@@ -71,10 +71,10 @@ func (s *Store) reset(ctx context.Context, key string, p *limiter.Policy, counts
 		_, start, end := pk.window(i, ms)
 		cmd = append(cmd, (end - start + s.cfg.margin.Milliseconds()))
 	}
-	_, err := s.send(ctx, s.client, cmd, false)
+	_, err := s.sendOnce(ctx, key, cmd)
 	if isNoScript(err) {
 		cmd[0], cmd[1] = "eval", resetSource
-		_, err = s.send(ctx, s.client, cmd, false)
+		_, err = s.sendOnce(ctx, key, cmd)
 	}
 	if err != nil {
 		return fmt.Errorf("redisstore: reset: %w", named(deadlineErr(ctx, err)))

@@ -335,7 +335,7 @@ func (b *batcher) sendGroup(ctx context.Context, g *group) {
 func (b *batcher) exec(ctx context.Context, g *group) {
 	s, d := b.s, g.d
 	via, raw := d.p, d.one
-	if g.perKey {
+	if g.perKey && s.cfg.acks == 0 {
 		via, raw = d.keyed, d.one && d.keyed == d.p
 	}
 	var one [1]*scriptCall
@@ -344,7 +344,11 @@ func (b *batcher) exec(ctx context.Context, g *group) {
 		pending = append(pending, &g.cmds[i])
 	}
 	for try := 1; ; try++ {
-		if len(pending) == 1 {
+		if s.cfg.acks > 0 {
+			// On the server's own client, each call's keys in its
+			// slots, WAIT on the calls' connection (WithReplicaAcks).
+			s.sendAcked(ctx, via, pending[0].calls[0].req.Key, pending)
+		} else if len(pending) == 1 {
 			sc := pending[0]
 			sc.reply, sc.err = s.send(ctx, via, sc.args, raw)
 		} else {

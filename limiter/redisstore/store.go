@@ -175,6 +175,10 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if s.path == pathPlain { // rounds of one, as many as the pools hold
 		size, inFlight = 1, max(pool, 1)
 	}
+	if cfg.acksSet && s.path == pathPlain {
+		return nil, fmt.Errorf("%w: WithReplicaAcks: the client (%T) routes each call itself, and WAIT must follow a call on its connection: "+
+			"give a *redis.Client, a failover client, a *redis.ClusterClient or a *redis.Ring", ErrInvalidOption, client)
+	}
 	s.declared.Store(cfg.declared || readsReplicas(client))
 	s.batch = newBatcher(s, takeScript{s}, r, size, inFlight, pool)
 	s.slotBatch = newBatcher(s, slotScript{}, r, size, inFlight, pool)
@@ -494,6 +498,11 @@ func (s *Store) fallbackPolicy(p *limiter.Policy) *limiter.Policy {
 // On the limiter's clock (the default) the
 // current windows are found with now, its instant, and the windows either
 // side of them are deleted too, for replicas whose clocks differ.
+//
+// The reset (reset.lua) is sent once, never again after a network error,
+// as every script call is: run twice, it would forget what other
+// replicas charged between the two runs. So an error, like a decision's, does not say
+// whether Redis forgot the counts: a caller that must know resets again.
 func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now time.Time) error {
 	switch {
 	case s.closed.Load():
@@ -524,9 +533,11 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now ti
 	defer cancel()
 	err := s.reset(tctx, key, p, keys, now)
 	// A decision whose script ran before the reset may have recorded the
-	// key since the first forget: forget again, which also keeps out
-	// any decision still in flight.
+	// key since the first forget, in the over-limit cache or as a lease
+	// granted from the counts the reset deleted: forget again, which also
+	// keeps out any decision still in flight.
 	s.cache.forget(p, key)
+	s.leases.forget(p, key)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,164 @@
+package linearize
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// A faultKind injects one kind of fault: apply starts it and returns
+// what it did, how long to hold it and how to end it.
+type faultKind struct {
+	name  string
+	apply func(r *run, rng *rand.Rand) (detail string, hold time.Duration, undo func())
+}
+
+// inject applies r's faults in turn, one at a time, a seeded gap apart,
+// until done; a fault under way when done comes is ended first.
+func (r *run) inject(done <-chan struct{}) {
+	if len(r.faults) == 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(r.seed, 1<<40))
+	for i := 0; ; i++ {
+		gap := time.NewTimer(time.Duration(60+rng.IntN(120)) * time.Millisecond)
+		select {
+		case <-done:
+			gap.Stop()
+			return
+		case <-gap.C:
+		}
+		f := r.faults[i%len(r.faults)]
+		start := r.rec.now()
+		detail, hold, undo := f.apply(r, rng)
+		t := time.NewTimer(hold)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+		if undo != nil {
+			undo()
+		}
+		r.rec.fault(Fault{Kind: f.name, Start: start, End: r.rec.now(), Detail: detail})
+	}
+}
+
+// clockStep steps one replica's clock by up to 1.2 s either way (less
+// than the expiry margin, 2 s: a replica further behind may find its
+// window's key expired, as documented) for 100 to 250 ms, then back.
+var clockStep = faultKind{"clock-step", func(r *run, rng *rand.Rand) (string, time.Duration, func()) {
+	rp := r.reps[rng.IntN(len(r.reps))]
+	d := time.Duration(200+rng.IntN(1000)) * time.Millisecond
+	if rng.IntN(2) == 0 {
+		d = -d
+	}
+	rp.step(d)
+	return fmt.Sprintf("replica %d's clock %+v", rp.id, d), time.Duration(100+rng.IntN(150)) * time.Millisecond,
+		func() { rp.step(-d) }
+}}
+
+// lostReplies drops the next one to three replies of one server, after
+// it ran the command: each connection that carried one is closed.
+func lostReplies(proxies ...*redistest.Proxy) faultKind {
+	return faultKind{"lost-replies", func(r *run, rng *rand.Rand) (string, time.Duration, func()) {
+		p := proxies[rng.IntN(len(proxies))]
+		n := 1 + rng.IntN(3)
+		p.DropReplies(n)
+		return fmt.Sprintf("%d replies from %s", n, p.Addr()), 200 * time.Millisecond, func() { p.DropReplies(0) }
+	}}
+}
+
+// connReset closes every client connection of the servers (CLIENT KILL
+// TYPE normal), wherever their commands are.
+func connReset(admins ...*redis.Client) faultKind {
+	return faultKind{"conn-reset", func(r *run, rng *rand.Rand) (string, time.Duration, func()) {
+		killed := int64(0)
+		for _, a := range admins {
+			n, err := a.ClientKillByFilter(context.Background(), "TYPE", "normal", "SKIPME", "yes").Result()
+			if err != nil {
+				r.t.Errorf("CLIENT KILL on %s: %v", a.Options().Addr, err)
+			}
+			killed += n
+		}
+		return fmt.Sprintf("%d connections", killed), 0, nil
+	}}
+}
+
+// pause stops one server (SIGSTOP) for 150 to 300 ms, past the store's
+// timeout (100 ms), then lets it go on (SIGCONT): the commands it holds
+// run then, after their callers gave up on them.
+func pause(servers ...*redistest.Server) faultKind {
+	return faultKind{"pause", func(r *run, rng *rand.Rand) (string, time.Duration, func()) {
+		s := servers[rng.IntN(len(servers))]
+		pid := pidOf(r.t, s.Addr())
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			r.t.Errorf("SIGSTOP %s: %v", s.Addr(), err)
+		}
+		hold := time.Duration(150+rng.IntN(150)) * time.Millisecond
+		return fmt.Sprintf("%s for %v", s.Addr(), hold), hold, func() {
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				r.t.Errorf("SIGCONT %s: %v", s.Addr(), err)
+			}
+		}
+	}}
+}
+
+// restart shuts one server down (SHUTDOWN: its append-only file is
+// flushed, as on SIGTERM) and starts it again on the same port and data.
+func restart(servers ...*redistest.Server) faultKind {
+	return faultKind{"restart", func(r *run, rng *rand.Rand) (string, time.Duration, func()) {
+		s := servers[rng.IntN(len(servers))]
+		start := time.Now()
+		c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+		err := c.Shutdown(context.Background()).Err()
+		c.Close()
+		if err != nil && !strings.Contains(err.Error(), "EOF") && !strings.Contains(err.Error(), "closed") {
+			r.t.Errorf("SHUTDOWN %s: %v", s.Addr(), err) // go-redis takes the closed connection for the answer
+		}
+		s.Restart()
+		return fmt.Sprintf("%s, down %v", s.Addr(), time.Since(start).Round(time.Millisecond)), 0, nil
+	}}
+}
+
+// pidOf returns the process id of the server at addr.
+func pidOf(t testing.TB, addr string) int {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 2})
+	defer c.Close()
+	info, err := c.Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatalf("INFO server of %s: %v", addr, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			pid, err := strconv.Atoi(v)
+			if err == nil {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("INFO server of %s: no process_id", addr)
+	return 0
+}
+
+// dialVia returns a dialer that reaches each address through its proxy,
+// if it has one.
+func dialVia(proxies map[string]*redistest.Proxy) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if p, ok := proxies[addr]; ok {
+			addr = p.Addr()
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}

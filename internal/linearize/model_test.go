@@ -1,0 +1,165 @@
+package linearize
+
+import (
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// seq builds a history of operations one after another, each returning
+// before the next is called (unless it failed: it never returns).
+func seq(ops ...Op) []Op {
+	for i := range ops {
+		ops[i].Call = int64(10 * i)
+		if ops[i].Out.Unknown {
+			ops[i].Return = Never
+		} else {
+			ops[i].Return = int64(10*i + 5)
+		}
+		ops[i].Client = ops[i].In.Replica
+	}
+	return ops
+}
+
+func allow(r int, at, cost int64, ok bool, used ...int64) Op {
+	return Op{In: Input{Kind: Allow, Replica: r, Key: "k", Cost: cost, At: at}, Out: Output{Allowed: ok, Used: used, At: at}}
+}
+
+func peek(r int, at, cost int64, ok bool, used ...int64) Op {
+	op := allow(r, at, cost, ok, used...)
+	op.In.Kind = Peek
+	return op
+}
+
+func failed(op Op) Op {
+	op.Out = Output{Unknown: true}
+	return op
+}
+
+func settle(r int, at, charged, reserved, actual int64) Op {
+	return Op{In: Input{Kind: Settle, Replica: r, Key: "k", Cost: reserved, Actual: actual, At: at, Charged: charged}}
+}
+
+func reset(r int, at int64) Op { return Op{In: Input{Kind: Reset, Replica: r, Key: "k", At: at}} }
+
+func acquire(r, token int, ok bool, held int64) Op {
+	return Op{In: Input{Kind: Acquire, Replica: r, Key: "k", Token: token}, Out: Output{Allowed: ok, Used: []int64{held}}}
+}
+
+func release(r, token int) Op {
+	return Op{In: Input{Kind: Release, Replica: r, Key: "k", Token: token}}
+}
+
+// redisSpec is 3 per second and 5 per 4 s, on Redis, in-flight cap 2.
+func redisSpec() Spec {
+	return Spec{Windows: []int64{1000, 4000}, Limits: []int64{3, 5}, Slots: 2, Store: "redis", Replicas: 2}
+}
+
+// TestModel: the model explains what the policy's rule gives, and no
+// more; each local state's bound, exactly.
+func TestModel(t *testing.T) {
+	cached := redisSpec()
+	cached.Stale = maxLocalAge
+	leased := redisSpec()
+	leased.Lease = 2
+	memory := redisSpec()
+	memory.Store = "memory"
+	server := redisSpec()
+	server.ServerClock = true
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		ops  []Op
+		want porcupine.CheckResult
+	}{
+		{"within_the_limit_then_refused", redisSpec(), seq(
+			allow(0, 100, 2, true, 2, 2), allow(1, 200, 1, true, 3, 3), allow(0, 300, 1, false, 3, 3)), porcupine.Ok},
+		{"admitted_past_the_limit", redisSpec(), seq(
+			allow(0, 100, 2, true, 2, 2), allow(1, 200, 2, true, 4, 4)), porcupine.Illegal},
+		{"count_off_by_one", redisSpec(), seq(
+			allow(0, 100, 1, true, 1, 1), allow(1, 200, 1, true, 3, 3)), porcupine.Illegal},
+		{"next_window_starts_again", redisSpec(), seq(
+			allow(0, 100, 3, true, 3, 3), allow(1, 1100, 2, true, 2, 5), allow(1, 1200, 1, false, 2, 5)), porcupine.Ok},
+		{"failed_decision_charged", redisSpec(), seq(
+			failed(allow(0, 100, 2, true)), allow(1, 200, 2, false, 2, 2)), porcupine.Ok},
+		{"failed_decision_not_charged", redisSpec(), seq(
+			failed(allow(0, 100, 2, true)), allow(1, 200, 2, true, 2, 2)), porcupine.Ok},
+		{"failed_decision_charged_twice", redisSpec(), seq(
+			failed(allow(0, 100, 2, true)), peek(1, 200, 1, false, 4, 4)), porcupine.Illegal},
+		{"settle_into_debt_refuses", redisSpec(), seq(
+			allow(0, 100, 1, true, 1, 1), settle(0, 200, 100, 1, 4), allow(1, 300, 1, false, 4, 4),
+			allow(1, 1100, 1, true, 1, 5)), porcupine.Ok},
+		{"settle_applied_twice", redisSpec(), seq(
+			allow(0, 100, 1, true, 1, 1), settle(0, 200, 100, 1, 2), peek(1, 300, 1, false, 3, 3)), porcupine.Illegal},
+		{"settle_returns_to_its_window_only", redisSpec(), seq(
+			allow(0, 900, 3, true, 3, 3), settle(0, 1100, 900, 3, 1), peek(1, 1200, 1, true, 1, 2)), porcupine.Ok},
+		{"reset_forgets", redisSpec(), seq(
+			allow(0, 100, 3, true, 3, 3), reset(1, 200), allow(0, 300, 3, true, 3, 3)), porcupine.Ok},
+		{"slots", redisSpec(), seq(
+			acquire(0, 1, true, 1), acquire(1, 2, true, 2), acquire(1, 3, false, 2), release(0, 1),
+			acquire(1, 4, true, 2)), porcupine.Ok},
+		{"slot_past_the_cap", redisSpec(), seq(
+			acquire(0, 1, true, 1), acquire(1, 2, true, 2), acquire(1, 3, true, 3)), porcupine.Illegal},
+		{"cache_refuses_within_a_second", cached, seq(
+			allow(0, 100, 3, true, 3, 3), reset(1, 200), allow(0, 300, 1, false, 3, 3)), porcupine.Ok},
+		{"cache_refuses_in_the_longer_window", cached, seq(
+			allow(0, 100, 3, true, 3, 3), allow(0, 1100, 2, true, 2, 5), reset(1, 1200),
+			allow(0, 2050, 1, false, 0, 5)), porcupine.Ok},
+		{"cache_refuses_a_second_late", cached, seq(
+			allow(0, 100, 3, true, 3, 3), allow(0, 1100, 2, true, 2, 5), reset(1, 1200),
+			allow(0, 2150, 1, false, 0, 5)), porcupine.Illegal},
+		{"cache_of_another_replica", cached, seq(
+			allow(0, 100, 3, true, 3, 3), reset(1, 200), allow(1, 300, 1, false, 3, 3)), porcupine.Illegal},
+		{"own_reset_clears_the_cache", cached, seq(
+			allow(0, 100, 3, true, 3, 3), reset(0, 200), allow(0, 300, 1, false, 3, 3)), porcupine.Illegal},
+		{"lease_within_the_limit", leased, seq(
+			allow(0, 100, 1, true, 1, 1), allow(0, 110, 1, true, 9, 9), allow(1, 120, 1, false, 3, 3),
+			allow(0, 130, 1, true, 9, 9)), porcupine.Ok},
+		{"lease_past_the_limit", leased, seq(
+			allow(0, 100, 2, true, 2, 2), allow(0, 110, 1, true, 9, 9), allow(1, 120, 1, true, 9, 9)), porcupine.Illegal},
+		{"old_lease_of_another_replica_after_its_settle", leased, seq(
+			allow(0, 100, 1, true, 1, 1), allow(1, 110, 1, true, 9, 9), settle(0, 120, 100, 1, 3),
+			allow(1, 130, 1, true, 9, 9)), porcupine.Ok},
+		{"own_lease_after_own_settle_into_debt", leased, seq(
+			allow(0, 100, 1, true, 1, 1), allow(0, 110, 1, true, 9, 9), settle(0, 120, 100, 1, 3),
+			allow(0, 130, 1, true, 9, 9)), porcupine.Illegal},
+		{"old_lease_after_reset_then_limit", leased, seq(
+			allow(0, 100, 3, true, 3, 3), reset(1, 200), allow(0, 210, 1, true, 9, 9), allow(1, 220, 3, true, 3, 3)), porcupine.Ok},
+		{"reset_gives_leased_units_back", leased, seq(
+			allow(0, 100, 3, true, 3, 3), reset(1, 200), allow(1, 220, 3, true, 3, 3),
+			peek(1, 1300, 1, true, 2, 2)), porcupine.Illegal},
+		{"lease_charged_past_the_limit", leased, seq(
+			allow(0, 100, 3, true, 3, 3), peek(1, 110, 1, false, 4, 4)), porcupine.Illegal},
+		{"settled_past_the_limit_with_leases", leased, seq(
+			allow(0, 100, 3, true, 3, 3), settle(0, 110, 100, 3, 4), peek(1, 120, 1, false, 4, 4)), porcupine.Ok},
+		{"memory_window_left_and_back", memory, seq(
+			allow(0, 100, 2, true, 2, 2), epoch(allow(0, 200, 2, true, 2, 2), 1)), porcupine.Ok},
+		{"memory_without_step_back", memory, seq(
+			allow(0, 100, 2, true, 2, 2), allow(0, 200, 2, true, 2, 2)), porcupine.Illegal},
+		{"memory_decided_at_the_table_ahead", memory, seq(
+			allow(0, 1100, 1, true, 1, 1), decidedAt(epoch(allow(0, 900, 1, true, 2, 2), 1), 1000)), porcupine.Ok},
+		{"server_clock_moves_on", server, seq(
+			span(allow(0, 100, 3, true, 3, 3), 1500, 950), span(allow(1, 100, 1, true, 1, 4), 1500, 1010)), porcupine.Ok},
+		{"server_clock_never_back", server, seq(
+			span(allow(0, 100, 3, true, 3, 3), 1500, 1010), span(allow(1, 100, 1, false, 3, 3), 1500, 950)), porcupine.Illegal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &History{Name: tc.name, Spec: tc.spec, Ops: tc.ops}
+			if got := Check(h, 0).Result; got != tc.want {
+				t.Fatalf("got %s, want %s\n%s", got, tc.want, h.Explain(Check(h, 0)))
+			}
+		})
+	}
+}
+
+func epoch(op Op, e int) Op { op.In.Epoch = e; return op }
+
+func decidedAt(op Op, at int64) Op { op.Out.At = at; return op }
+
+// span gives op, on Redis's clock, the instants [At, hi] and the one it
+// was decided at.
+func span(op Op, hi, at int64) Op {
+	op.In.AtHi = hi
+	op.Out.At = at
+	return op
+}

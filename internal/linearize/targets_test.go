@@ -1,0 +1,167 @@
+package linearize
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/fixedwindow/ratelimit/limiter"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
+	"github.com/fixedwindow/ratelimit/limiter/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+// The policy of the runs: 10 a second and 30 every 4 s, costs 1 to 3,
+// and at most 3 slots at once. The leases' runs use longer windows, in
+// which a lease (a second at most) ends well before its window; the
+// settles' run limits high enough that most reservations are admitted,
+// and settled.
+var (
+	shortSpec  = Spec{Windows: []int64{1000, 4000}, Limits: []int64{10, 30}, Slots: 3}
+	leaseSpec  = Spec{Windows: []int64{4000, 12000}, Limits: []int64{24, 60}, Slots: 3}
+	settleSpec = Spec{Windows: []int64{1000, 4000}, Limits: []int64{400, 1200}, Slots: 3}
+)
+
+// leaseDivisor caps each lease at 24/4 = 6 units.
+const leaseDivisor = 4
+
+// newRun returns a run of name and seed with the policy of sp, recording
+// for length.
+func newRun(t testing.TB, name string, seed uint64, sp Spec, length time.Duration) *run {
+	return &run{t: t, name: name, seed: seed, spec: sp, length: length, phase: time.Second,
+		keys: 3, workers: 2, maxCost: 3, actual: 3, resets: 2, stray: 2, returns: true}
+}
+
+// policy returns the limiter's policy and cap for r's spec.
+func (r *run) policy() *limiter.Policy {
+	var rates []limiter.Rate
+	for i, w := range r.spec.Windows {
+		rates = append(rates, limiter.Rate{Limit: r.spec.Limits[i], Window: time.Duration(w) * time.Millisecond})
+	}
+	return limiter.MustPolicy("lin", rates...)
+}
+
+// addReplica adds a replica deciding on store.
+func (r *run) addReplica(store limiter.Store, server bool) {
+	t := r.t
+	clk := limitertest.New(epoch0)
+	lim, err := limiter.New(r.policy(), limiter.WithStore(store), limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lim.Close() })
+	cap, err := limiter.NewInFlight("lincap", r.spec.Slots, limiter.WithStore(store), limiter.WithClock(clk), limiter.WithInFlightLease(slotLease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cap.Close() })
+	r.reps = append(r.reps, &replica{id: len(r.reps), clock: clk, lim: lim, slots: store.(limiter.SlotStore), server: server,
+		req: limiter.SlotRequest{Policy: cap.Policy(), Max: r.spec.Slots, Lease: slotLease}})
+	r.spec.Replicas = len(r.reps)
+}
+
+// slotLease is how long a slot outlives a holder that died holding it
+// (limiter.WithInFlightLease): the harness asks the store directly, with
+// the cap's own lease.
+const slotLease = 10 * time.Second
+
+// memory makes r one replica on a MemoryStore, with six workers.
+func (r *run) memory() {
+	r.spec.Store = "memory"
+	s, err := limiter.NewMemoryStore(limiter.WithSweepInterval(0))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { s.Close() })
+	r.addReplica(s, false)
+	r.workers = 6
+}
+
+// redisReplicas makes r three replicas, each with its own client (from
+// client) and store on one Redis, with opts and a prefix of the run's.
+func (r *run) redisReplicas(client func() redis.UniversalClient, opts ...redisstore.Option) {
+	r.spec.Store = "redis"
+	prefix := fmt.Sprintf("lin:%s:%d:%d:", r.name, r.seed, time.Now().UnixNano())
+	for range 3 {
+		c := client()
+		r.t.Cleanup(func() { c.Close() })
+		s, err := redisstore.New(c, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, opts...)...)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		r.t.Cleanup(func() { s.Close() })
+		r.addReplica(s, r.spec.ServerClock)
+	}
+}
+
+// single returns a client factory for addr, as the store needs it.
+func single(addr string, dial func(context.Context, string, string) (net.Conn, error)) func() redis.UniversalClient {
+	return func() redis.UniversalClient {
+		return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond,
+			PoolSize: 16, Dialer: dial})
+	}
+}
+
+// A server is a throwaway Redis with an append-only file (so that a
+// restart keeps what it acknowledged), a proxy in front of it that can
+// drop replies, and an admin client of its own.
+type server struct {
+	srv   *redistest.Server
+	proxy *redistest.Proxy
+	admin *redis.Client
+}
+
+func startServer(t testing.TB) *server {
+	srv := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "everysec", "--repl-diskless-sync-delay", "0")
+	return &server{srv: srv, proxy: redistest.StartProxy(t, srv.Addr()), admin: redistest.Client(t, srv.Addr())}
+}
+
+// faults returns every fault family on one server: replies lost after
+// the script ran, connections reset, the server paused past the
+// timeout, a replica's clock stepped, the server restarted.
+func (s *server) faults() []faultKind {
+	return []faultKind{lostReplies(s.proxy), connReset(s.admin), pause(s.srv), clockStep, restart(s.srv)}
+}
+
+// A cluster is three masters with a replica each, every node with an
+// append-only file and reached through a proxy of its own.
+type cluster struct {
+	c       *redistest.Cluster
+	proxies map[string]*redistest.Proxy
+	masters []*redistest.Server
+	admins  []*redis.Client
+}
+
+func startCluster(t testing.TB) *cluster {
+	c := redistest.StartClusterWithReplicas(t, 2000, "--appendonly", "yes", "--appendfsync", "everysec")
+	cl := &cluster{c: c, proxies: map[string]*redistest.Proxy{}}
+	for i, n := range c.Nodes {
+		cl.proxies[n.Addr()] = redistest.StartProxy(t, n.Addr())
+		if i < 3 {
+			cl.masters = append(cl.masters, n)
+			cl.admins = append(cl.admins, redistest.Client(t, n.Addr()))
+		}
+	}
+	return cl
+}
+
+// client returns a client factory for the cluster, through the proxies.
+func (cl *cluster) client() func() redis.UniversalClient {
+	return func() redis.UniversalClient {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.c.Addrs(), ContextTimeoutEnabled: true,
+			DialTimeout: 200 * time.Millisecond, PoolSize: 16, Dialer: dialVia(cl.proxies)})
+	}
+}
+
+func (cl *cluster) faults() []faultKind {
+	var ps []*redistest.Proxy
+	for _, a := range slices.Sorted(maps.Keys(cl.proxies)) {
+		ps = append(ps, cl.proxies[a])
+	}
+	return []faultKind{lostReplies(ps...), connReset(cl.admins...), pause(cl.masters...), clockStep, restart(cl.masters...)}
+}
