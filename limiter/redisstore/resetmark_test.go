@@ -201,3 +201,50 @@ func TestSettleIntoDebtDropsTheLease(t *testing.T) {
 		})
 	}
 }
+
+// TestSettlePastItsReservationAfterAReset: a settle that charges beyond
+// its reservation, in a window a Reset marked, is charged (before the
+// fix settle.lua compared the mark with the instant only a return
+// sends, and failed every such settle for as long as the mark lived: the
+// history checker's settles failed by the thousand). Both clocks, and
+// a request admitted before the Reset as well as after it: a charge is
+// never refused.
+func TestSettlePastItsReservationAfterAReset(t *testing.T) {
+	for _, clock := range []clockSource{appClock, serverClock} {
+		t.Run(clock.String(), func(t *testing.T) {
+			ctx := context.Background()
+			p := limiter.MustPolicy("plan", limiter.PerHour(10))
+			rs := newReplicaSet(t, 1, p, func() redis.UniversalClient { return redistest.Client(t, redistest.SharedAddr) },
+				withClockSource(clock))
+			if clock == serverClock {
+				awaitServerWindow(t, sharedClient(t), time.Hour)
+			}
+			a := rs.ls[0]
+			before, err := a.Allow(ctx, "acme", 1)
+			if err != nil || !before.Allowed {
+				t.Fatalf("before the Reset: %+v, %v", before, err)
+			}
+			rs.clk.Advance(time.Millisecond)
+			if err := a.Reset(ctx, "acme"); err != nil {
+				t.Fatal(err)
+			}
+			rs.clk.Advance(time.Millisecond)
+			if clock == serverClock {
+				time.Sleep(2 * time.Millisecond) // Redis's TIME must pass the Reset's millisecond
+			}
+			fresh, err := a.Allow(ctx, "acme", 2)
+			if err != nil || !fresh.Allowed {
+				t.Fatalf("after the Reset: %+v, %v", fresh, err)
+			}
+			if err := a.Settle(ctx, "acme", 2, 5, fresh); err != nil {
+				t.Fatalf("settle past its reservation after a Reset: %v", err)
+			}
+			if err := a.Settle(ctx, "acme", 1, 3, before); err != nil {
+				t.Fatalf("settle past its reservation of a request admitted before the Reset: %v", err)
+			}
+			if u, _ := a.Usage(ctx, "acme"); u.Windows[0].Used != 7 {
+				t.Fatalf("%d used, want 7: 2 reserved and 3 more, then 2 more", u.Windows[0].Used)
+			}
+		})
+	}
+}

@@ -311,7 +311,7 @@ for _ = 1, nreq do
             after = delta
             redis.call('SET', key, num(id) .. ':' .. deltaArg, 'PXAT', ends[i] + margin)
           end
-        elseif reset(vals[n + 1 + i], at) then
+        elseif delta < 0 and reset(vals[n + 1 + i], at) then
           -- A return of an admission decided before a Reset: nothing
           -- goes back into the fresh count.
         elseif server then
