@@ -392,8 +392,9 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 }
 
 // refund returns to key's lease what a refund of req.Cost for d may: at
-// most the units spent from the lease in its span, and only while the
-// span holds d's windows at the refund's time. Those units were charged
+// most the units spent from the lease in its span, only for a d decided
+// after the span's first grant, and only while the span holds d's
+// windows at the refund's time. Those units were charged
 // in Redis once, at the grant: spent again from the lease, they are still
 // charged once. It returns how many units it took back.
 func (l *leases) refund(req *limiter.Request, d *limiter.Decision) int64 {
@@ -406,7 +407,11 @@ func (l *leases) refund(req *limiter.Request, d *limiter.Decision) int64 {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.m[entryKey(req.Policy, req.Key)]
-	if e == nil || !e.known || t < e.start || t >= e.end {
+	if e == nil || !e.known || t < e.start || t >= e.end || ms <= e.firstAt {
+		// d was decided before the span's first grant, perhaps before
+		// a Reset that dropped the last span (in the grant's millisecond,
+		// perhaps before too): its units are not the span's to take
+		// back, and Redis judges its return by the Reset's mark.
 		return 0
 	}
 	pk := l.keys.get(req.Policy)

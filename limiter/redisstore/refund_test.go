@@ -177,7 +177,9 @@ func TestRefundLostReplyAppliedOnce(t *testing.T) {
 
 // TestRefundToLease: with leases, a refund of a charge spent from this
 // replica's lease goes back to the lease, with no round trip, at most
-// what was spent from it in the span; the rest goes to Redis. Under both
+// what was spent from it in the span (decided after the span's first
+// grant's millisecond, when a Reset may have come before); the rest goes
+// to Redis. Under both
 // clocks, with two replicas, the window still admits no more than its
 // limit in all.
 func TestRefundToLease(t *testing.T) {
@@ -214,6 +216,9 @@ func TestRefundToLease(t *testing.T) {
 				}
 				last, n = d, n+1
 				held = ss[0].leases.held(p, "hot")
+				// A millisecond on: a lease takes back only what was
+				// decided after its first grant's millisecond.
+				clk.Advance(time.Millisecond)
 			}
 			if held == 0 || ss[0].Stats().Leased == 0 {
 				t.Fatalf("no lease held after %d requests: %+v", n, ss[0].Stats())

@@ -202,6 +202,57 @@ func TestSettleIntoDebtDropsTheLease(t *testing.T) {
 	}
 }
 
+// TestLeaseTakesBackNoChargeBeforeAReset: a refund, or a settle below
+// its reservation, of a request admitted before a Reset gives nothing
+// to the lease the replica took after it either: the lease's units are
+// the fresh budget's, and handing the refunded request's units back to
+// it let the replica spend them again (the history checker found 103 of
+// 100 admitted). Both clocks.
+func TestLeaseTakesBackNoChargeBeforeAReset(t *testing.T) {
+	for _, clock := range []clockSource{appClock, serverClock} {
+		for _, how := range []string{"refund", "settle"} {
+			t.Run(clock.String()+"/"+how, func(t *testing.T) {
+				ctx := context.Background()
+				p := limiter.MustPolicy("plan", limiter.PerHour(100))
+				rs := newReplicaSet(t, 1, p, func() redis.UniversalClient { return redistest.Client(t, redistest.SharedAddr) },
+					WithLeases(500*time.Millisecond, 10), withClockSource(clock))
+				fakeMonos(rs.stores)
+				if clock == serverClock {
+					awaitServerWindow(t, sharedClient(t), time.Hour)
+				}
+				a := rs.ls[0]
+				before, err := a.Allow(ctx, "acme", 3)
+				if err != nil || !before.Allowed {
+					t.Fatalf("before the Reset: %+v, %v", before, err)
+				}
+				rs.clk.Advance(time.Millisecond)
+				if err := a.Reset(ctx, "acme"); err != nil {
+					t.Fatal(err)
+				}
+				rs.clk.Advance(time.Millisecond)
+				if clock == serverClock {
+					time.Sleep(2 * time.Millisecond) // Redis's TIME must pass the Reset's millisecond
+				}
+				hot(t, a, rs.clk, 20)
+				if rs.stores[0].leases.held(p, "acme") == 0 {
+					t.Fatal("A holds no lease: the test needs one")
+				}
+				if how == "refund" {
+					err = a.Refund(ctx, "acme", 3, before)
+				} else {
+					err = a.Settle(ctx, "acme", 3, 0, before)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if after := 20 + rs.spendRoundRobin(t, "acme", 3); after != 100 {
+					t.Fatalf("after the Reset A admitted %d, want exactly 100: the %s of a request admitted before it returned its units", after, how)
+				}
+			})
+		}
+	}
+}
+
 // TestSettlePastItsReservationAfterAReset: a settle that charges beyond
 // its reservation, in a window a Reset marked, is charged (before the
 // fix settle.lua compared the mark with the instant only a return

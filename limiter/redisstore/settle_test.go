@@ -605,6 +605,7 @@ func TestSettleToLease(t *testing.T) {
 			for n := 0; n < 20 || held == 0 && n < 100; n++ {
 				last = admit(t, l, "hot", 1)
 				held = s.leases.held(p, "hot")
+				clk.Advance(time.Millisecond) // see TestRefundToLease
 			}
 			if held == 0 {
 				t.Fatalf("no lease held: %+v", s.Stats())
