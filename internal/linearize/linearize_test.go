@@ -74,10 +74,10 @@ func targets() []target {
 			r.faults = []faultKind{lostReplies(s.proxy), connReset(s.admin), pause(s.srv), restart(s.srv)}
 		}},
 		// Leases under faults, with neither a Reset nor a settle past its
-		// reservation; then each of those alone, where the lead's fixes
-		// of issue 36 are awaited: (a) the replica that settles a key
-		// into debt keeps spending its own lease, (b) units leased before
-		// a Reset are given back into the new count.
+		// reservation; then each of those alone, where issue 36 found (a)
+		// the replica that settles a key into debt spending its own
+		// lease on, (b) units leased before a Reset given back into the
+		// new count (fixtures leases-debt.json, leases-reset.json).
 		{"redis-leases", withLease(leaseSpec), func(r *run) {
 			s := startServer(r.t)
 			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithLeases(0, leaseDivisor), redisstore.WithOverLimitCache(0))
@@ -98,9 +98,9 @@ func targets() []target {
 			r.length = r.length * 3 / 2 // a key's phase holds a few such returns only
 		}},
 		// And refunds and settles below their reservation beside the
-		// Resets: a return of an admission made before a Reset goes to
-		// the count after it, never below zero, and there eats units
-		// leased since (b'), awaiting a fix beside (b).
+		// Resets: a return of an admission made before a Reset gives
+		// nothing to the count after it (leases-reset-returns.json), nor
+		// to the lease the replica took since (leases-refund-to-lease.json).
 		{"redis-leases-reset-returns", withLease(leaseSpec), func(r *run) {
 			redistest.Shared(r.t)
 			r.redisReplicas(single(redistest.SharedAddr, nil), redisstore.WithLeases(0, leaseDivisor), redisstore.WithOverLimitCache(0))

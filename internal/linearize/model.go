@@ -110,6 +110,19 @@ type credit struct {
 	n, till int64
 }
 
+// A wipe is the instant of the latest Reset of a key in the store (who
+// −1) or in replica who's fallback: a return (a refund, a settle below
+// its reservation) of a charge decided at or before it returns nothing
+// (limiter's resetmark.go, redisstore's reset.lua). Every Reset marks
+// every window of the policy at one instant, and a mark outlives every
+// window a return could still reach, so one instant per who is the
+// mark of each window. On the limiter's clock it is the Reset's At; on
+// Redis's, some instant in [lo, hi] that the returns judged since narrow.
+type wipe struct {
+	who    int
+	lo, hi int64
+}
+
 // A held slot: who (−1 the store, else a fallback) and the Acquire's id.
 type held struct{ who, token int }
 
@@ -121,6 +134,7 @@ type state struct {
 	debt    []count // leases: units settles charged past their reservations, by window
 	marks   []mark
 	credits []credit
+	wipes   []wipe
 	slots   []held
 	time    int64 // Redis's clock: the latest instant decided at
 	key     string
@@ -140,6 +154,7 @@ func (s state) seal() state {
 	})
 	s.marks = slices.Compact(s.marks)
 	slices.SortFunc(s.credits, func(a, b credit) int { return cmp.Compare(a.who, b.who) })
+	slices.SortFunc(s.wipes, func(a, b wipe) int { return cmp.Compare(a.who, b.who) })
 	slices.SortFunc(s.slots, func(a, b held) int { return cmp.Or(cmp.Compare(a.who, b.who), cmp.Compare(a.token, b.token)) })
 	var b strings.Builder
 	for _, c := range s.counts {
@@ -157,6 +172,9 @@ func (s state) seal() state {
 	for _, c := range s.credits {
 		fmt.Fprintf(&b, "l%d=%d<%d ", c.who, c.n, c.till)
 	}
+	for _, w := range s.wipes {
+		fmt.Fprintf(&b, "r%d=%d..%d ", w.who, w.lo, w.hi)
+	}
 	for _, h := range s.slots {
 		fmt.Fprintf(&b, "s%d.%d ", h.who, h.token)
 	}
@@ -168,7 +186,7 @@ func (s state) seal() state {
 // clone returns a copy of s whose slices the caller may change.
 func (s state) clone() state {
 	return state{counts: slices.Clone(s.counts), extra: slices.Clone(s.extra), debt: slices.Clone(s.debt), marks: slices.Clone(s.marks),
-		credits: slices.Clone(s.credits), slots: slices.Clone(s.slots), time: s.time}
+		credits: slices.Clone(s.credits), wipes: slices.Clone(s.wipes), slots: slices.Clone(s.slots), time: s.time}
 }
 
 // describeState is s as a person reads it: each window's count, the
@@ -194,6 +212,17 @@ func describeState(s state) string {
 	for _, c := range s.credits {
 		parts = append(parts, fmt.Sprintf("r%d old lease %d until %d", c.who, c.n, c.till))
 	}
+	for _, w := range s.wipes {
+		where := "store"
+		if w.who >= 0 {
+			where = "local" + strconv.Itoa(w.who)
+		}
+		if w.lo == w.hi {
+			parts = append(parts, fmt.Sprintf("%s reset at %d", where, w.lo))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s reset in [%d, %d]", where, w.lo, w.hi))
+		}
+	}
 	if len(parts) == 0 {
 		return "empty"
 	}
@@ -205,6 +234,12 @@ func describeState(s state) string {
 // the slots it holds, and what local state (the over-limit cache, the
 // leases) may still answer by; its step is the policy's rule, each
 // window all-or-nothing, with debt and slots.
+//
+// A Reset starts one fresh budget: a return (a refund, a settle below its
+// reservation) of a charge decided at or before the key's latest Reset
+// returns nothing, as the stores' reset marks rule; on Redis's clock the
+// Reset's instant is known only within its call, and each return and
+// decision after it narrows it.
 //
 // Configurations without local state are held to the rule exactly, the
 // count of every window included. Those with it are held to the rule plus
@@ -281,7 +316,7 @@ func (sp *Spec) step(s state, in Input, out Output) []any {
 	case Refund:
 		next = sp.giveBack(s, in, in.Cost)
 	case Reset:
-		next = []state{sp.reset(s, in, out)}
+		next = sp.reset(s, in, out)
 	case Acquire:
 		next = sp.acquire(s, in, out)
 	case Release:

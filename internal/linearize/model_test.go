@@ -40,6 +40,10 @@ func settle(r int, at, charged, reserved, actual int64) Op {
 	return Op{In: Input{Kind: Settle, Replica: r, Key: "k", Cost: reserved, Actual: actual, At: at, Charged: charged}}
 }
 
+func refund(r int, at, charged, cost int64) Op {
+	return Op{In: Input{Kind: Refund, Replica: r, Key: "k", Cost: cost, At: at, Charged: charged}}
+}
+
 func reset(r int, at int64) Op { return Op{In: Input{Kind: Reset, Replica: r, Key: "k", At: at}} }
 
 func acquire(r, token int, ok bool, held int64) Op {
@@ -95,6 +99,40 @@ func TestModel(t *testing.T) {
 			allow(0, 900, 3, true, 3, 3), settle(0, 1100, 900, 3, 1), peek(1, 1200, 1, true, 1, 2)), porcupine.Ok},
 		{"reset_forgets", redisSpec(), seq(
 			allow(0, 100, 3, true, 3, 3), reset(1, 200), allow(0, 300, 3, true, 3, 3)), porcupine.Ok},
+		{"refund_after_reset_returns_nothing", redisSpec(), seq(
+			allow(0, 100, 2, true, 2, 2), reset(1, 200), allow(1, 300, 2, true, 2, 2), refund(0, 400, 100, 2),
+			allow(1, 500, 1, true, 3, 3)), porcupine.Ok},
+		{"refund_after_reset_gives_to_the_fresh_budget", redisSpec(), seq(
+			allow(0, 100, 2, true, 2, 2), reset(1, 200), allow(1, 300, 2, true, 2, 2), refund(0, 400, 100, 2),
+			allow(1, 500, 1, true, 1, 1)), porcupine.Illegal},
+		{"settle_after_reset_returns_nothing", memory, seq(
+			allow(0, 100, 3, true, 3, 3), reset(0, 200), allow(0, 300, 1, true, 1, 1), settle(0, 400, 100, 3, 1),
+			peek(0, 500, 1, true, 2, 2)), porcupine.Ok},
+		{"settle_after_reset_gives_to_the_fresh_budget", memory, seq(
+			allow(0, 100, 3, true, 3, 3), reset(0, 200), allow(0, 300, 1, true, 1, 1), settle(0, 400, 100, 3, 1),
+			peek(0, 500, 1, true, 1, 1)), porcupine.Illegal},
+		{"charge_in_the_resets_millisecond_returns_nothing", redisSpec(), seq(
+			reset(1, 200), allow(0, 200, 2, true, 2, 2), refund(0, 300, 200, 2), peek(1, 400, 1, true, 3, 3)), porcupine.Ok},
+		{"charge_in_the_resets_millisecond_returned", redisSpec(), seq(
+			reset(1, 200), allow(0, 200, 2, true, 2, 2), refund(0, 300, 200, 2), peek(1, 400, 1, true, 1, 1)), porcupine.Illegal},
+		{"charge_after_reset_returns", redisSpec(), seq(
+			reset(1, 200), allow(0, 201, 2, true, 2, 2), refund(0, 300, 201, 2), peek(1, 400, 1, true, 1, 1)), porcupine.Ok},
+		{"charge_after_reset_kept", redisSpec(), seq(
+			reset(1, 200), allow(0, 201, 2, true, 2, 2), refund(0, 300, 201, 2), peek(1, 400, 1, true, 3, 3)), porcupine.Illegal},
+		{"reset_behind_another_leaves_the_mark", redisSpec(), seq(
+			reset(1, 300), reset(0, 200), allow(0, 250, 2, true, 2, 2), refund(0, 260, 250, 2), peek(1, 400, 1, true, 3, 3)), porcupine.Ok},
+		{"server_clock_reset_after_the_charge", server, seq(
+			span(reset(1, 100), 300, 0), span(allow(0, 100, 2, true, 2, 2), 400, 200), span(refund(0, 100, 200, 2), 500, 300),
+			span(peek(1, 100, 1, true, 3, 3), 600, 400)), porcupine.Ok},
+		{"server_clock_reset_before_the_charge", server, seq(
+			span(reset(1, 100), 300, 0), span(allow(0, 100, 2, true, 2, 2), 400, 200), span(refund(0, 100, 200, 2), 500, 300),
+			span(peek(1, 100, 1, true, 1, 1), 600, 400)), porcupine.Ok},
+		{"server_clock_reset_before_its_next_decision", server, seq(
+			span(reset(1, 100), 300, 0), span(allow(0, 100, 2, true, 2, 2), 400, 150), span(allow(0, 100, 1, true, 3, 3), 400, 200),
+			span(refund(0, 100, 200, 1), 500, 300), span(peek(1, 100, 1, true, 3, 3), 600, 400)), porcupine.Ok},
+		{"server_clock_reset_after_its_next_decision", server, seq(
+			span(reset(1, 100), 300, 0), span(allow(0, 100, 2, true, 2, 2), 400, 150), span(allow(0, 100, 1, true, 3, 3), 400, 200),
+			span(refund(0, 100, 200, 1), 500, 300), span(peek(1, 100, 1, true, 4, 4), 600, 400)), porcupine.Illegal},
 		{"slots", redisSpec(), seq(
 			acquire(0, 1, true, 1), acquire(1, 2, true, 2), acquire(1, 3, false, 2), release(0, 1),
 			acquire(1, 4, true, 2)), porcupine.Ok},

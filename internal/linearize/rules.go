@@ -89,6 +89,9 @@ func (sp *Spec) write(n *state, who int, at int64, cnt []int64, charged bool, co
 	}
 	if who < 0 && sp.ServerClock {
 		n.time = max(n.time, at)
+		if k := slices.IndexFunc(n.wipes, func(w wipe) bool { return w.who < 0 }); k >= 0 {
+			n.wipes[k].hi = min(n.wipes[k].hi, max(n.wipes[k].lo, at)) // the Reset ran no later
+		}
 	}
 }
 
@@ -283,7 +286,9 @@ func (sp *Spec) charge(s state, in Input, delta int64) []state {
 
 // giveBack steps a refund, or a settle below its reservation: back goes
 // to each window the admission (decided at in.Charged) charged that is
-// still current, never below zero.
+// still current, never below zero, unless the key was reset at or after
+// in.Charged: the charge was counted in the budget the Reset ended, and
+// its return gives nothing to the fresh one.
 func (sp *Spec) giveBack(s state, in Input, back int64) []state {
 	if back == 0 {
 		return []state{s.clone()}
@@ -299,38 +304,94 @@ func (sp *Spec) giveBack(s state, in Input, back int64) []state {
 		at = sp.instants(&s, &in, w)
 	}
 	var next []state
-	for _, at := range at {
-		for _, cnt := range sp.windowCounts(&s, w, in.Charged, in.Epoch) {
-			n := s.clone()
-			for i, win := range sp.Windows {
-				id := floorDiv(in.Charged, win)
-				if floorDiv(at, win) != id {
-					continue // ended: a refund never lends to a later window
+	for _, since := range sp.resetSince(&s, w, in.Charged) {
+		if since.wiped {
+			next = append(next, since.s)
+			continue
+		}
+		s := since.s
+		for _, at := range at {
+			for _, cnt := range sp.windowCounts(&s, w, in.Charged, in.Epoch) {
+				n := s.clone()
+				for i, win := range sp.Windows {
+					id := floorDiv(in.Charged, win)
+					if floorDiv(at, win) != id {
+						continue // ended: a refund never lends to a later window
+					}
+					if _, ok := n.find(w, i, id); ok {
+						n.set(w, i, id, max(0, cnt[i]-back), in.Epoch, sp.single(w))
+					}
 				}
-				if _, ok := n.find(w, i, id); ok {
-					n.set(w, i, id, max(0, cnt[i]-back), in.Epoch, sp.single(w))
+				if w < 0 && sp.ServerClock {
+					n.time = max(n.time, at)
 				}
+				next = append(next, n)
 			}
-			if w < 0 && sp.ServerClock {
-				n.time = max(n.time, at)
-			}
-			next = append(next, n)
 		}
 	}
 	return next
 }
 
+// A judged state is what a return of a charge finds: the key reset at or
+// after the charge (wiped: the return gives nothing), or not.
+type judged struct {
+	s     state
+	wiped bool
+}
+
+// resetSince returns whether who's latest Reset of the key came at or
+// after charged: one answer on the limiter's clock; on Redis's, whose
+// mark the model knows within [lo, hi], each answer the mark allows,
+// with what that answer tells of the mark.
+func (sp *Spec) resetSince(s *state, who int, charged int64) []judged {
+	k := slices.IndexFunc(s.wipes, func(w wipe) bool { return w.who == who })
+	if k < 0 {
+		return []judged{{s: *s}}
+	}
+	m := s.wipes[k]
+	switch {
+	case charged <= m.lo:
+		return []judged{{s: *s, wiped: true}}
+	case charged > m.hi:
+		return []judged{{s: *s}}
+	}
+	before, after := s.clone(), s.clone()
+	before.wipes[k].lo = charged // the mark is at or after the charge
+	after.wipes[k].hi = charged - 1
+	return []judged{{s: before, wiped: true}, {s: after}}
+}
+
+// wipe marks who's key reset at an instant in [lo, hi]: a Reset's mark
+// never moves back (another replica's clock behind leaves it), and on
+// Redis's clock a later Reset's TIME is no earlier than an earlier one's.
+func (n *state) wipe(who int, lo, hi int64) {
+	k := slices.IndexFunc(n.wipes, func(w wipe) bool { return w.who == who })
+	if k < 0 {
+		n.wipes = append(n.wipes, wipe{who: who, lo: lo, hi: hi})
+		return
+	}
+	m := &n.wipes[k]
+	if lo == hi && m.lo == m.hi {
+		m.lo = max(m.lo, lo)
+		m.hi = m.lo
+		return
+	}
+	m.lo = max(m.lo, lo)
+	m.hi = max(m.lo, hi)
+}
+
 // reset steps a Reset: the key's windows in the store go (every window
 // of a store that keeps one per rate; on Redis on the limiter's clock
 // those before, at and after the instant, for replicas whose clocks
-// differ), and the replica's fallback's when it answered; the replica's
-// own cache forgets the key, and the other replicas may spend for a
-// second what they leased before.
-func (sp *Spec) reset(s state, in Input, out Output) state {
+// differ), and the replica's fallback's when it answered; each is marked
+// reset at its instant; the replica's own cache forgets the key, and the
+// other replicas may spend for a second what they leased before.
+func (sp *Spec) reset(s state, in Input, out Output) []state {
 	n := s.clone()
+	local := !out.Unknown && sp.Divisor > 0
 	gone := func(c count) bool {
 		if c.who >= 0 {
-			return c.who == in.Replica && !out.Unknown && sp.Divisor > 0
+			return c.who == in.Replica && local
 		}
 		if sp.single(-1) {
 			return true
@@ -344,8 +405,21 @@ func (sp *Spec) reset(s state, in Input, out Output) state {
 	if !out.Unknown {
 		n.marks = slices.DeleteFunc(n.marks, func(m mark) bool { return m.who == in.Replica })
 	}
+	if sp.ServerClock {
+		lo, hi := max(in.At, s.time), max(in.AtHi, in.At)
+		if lo > hi {
+			return nil // Redis's clock is past every instant it could run at
+		}
+		n.wipe(-1, lo, hi)
+		n.time = lo
+	} else {
+		n.wipe(-1, in.At, in.At)
+	}
+	if local {
+		n.wipe(in.Replica, in.At, in.At)
+	}
 	sp.grantCredit(&n, in.Replica, in.At)
-	return n
+	return []state{n}
 }
 
 // acquire steps an Acquire: a slot when fewer than the cap are held, a
