@@ -371,11 +371,6 @@ func (n *state) wipe(who int, lo, hi int64) {
 		return
 	}
 	m := &n.wipes[k]
-	if lo == hi && m.lo == m.hi {
-		m.lo = max(m.lo, lo)
-		m.hi = m.lo
-		return
-	}
 	m.lo = max(m.lo, lo)
 	m.hi = max(m.lo, hi)
 }
