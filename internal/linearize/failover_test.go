@@ -185,6 +185,7 @@ func startSentinels(t testing.TB) (*redistest.Sentinels, *redistest.Server) {
 	}) {
 		t.Fatalf("the sentinels do not know the second replica %s", second.Addr())
 	}
+	redistest.AwaitStreaming(t, g.Master.Addr(), 2)
 	return g, second
 }
 

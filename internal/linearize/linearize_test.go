@@ -115,6 +115,7 @@ func targets() []target {
 			if !await(func() bool { return strings.Contains(replication(s.srv.Addr(), "slave0"), "state=online") }) {
 				r.t.Fatalf("replica %s not in sync", replica.Addr())
 			}
+			redistest.AwaitStreaming(r.t, s.srv.Addr(), 1)
 			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0),
 				redisstore.WithReplicaAcks(1, ackTimeout), redisstore.WithTimeout(failoverTimeout))
 			r.faults = []faultKind{lostReplies(s.proxy), connReset(s.admin), pause(s.srv, replica), clockStep}

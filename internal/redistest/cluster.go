@@ -58,7 +58,8 @@ func StopSharedCluster() { shared.proc.stop() }
 // (six nodes, paired as redis-cli assigns them), a node timeout of
 // nodeTimeoutMS, and extra arguments for every node, and waits until
 // every node reports cluster_state:ok and every replica is in sync, so
-// that each can be promoted. The first sync starts at once (Redis 7
+// that each can be promoted, and acknowledges its master's writes
+// (AwaitStreaming). The first sync starts at once (Redis 7
 // waits 5 s by default, during which a replica could not take over).
 func StartClusterWithReplicas(t testing.TB, nodeTimeoutMS int, args ...string) *Cluster {
 	t.Helper()
@@ -74,6 +75,12 @@ func StartClusterWithReplicas(t testing.TB, nodeTimeoutMS int, args ...string) *
 				t.Fatalf("redistest: replica %s not in sync: %v\n%s", n.Addr(), err, info)
 			}
 			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, n := range c.Nodes {
+		if info, err := exec.Command("redis-cli", "-p", strconv.Itoa(n.Port()), "info", "replication").Output(); err == nil &&
+			strings.Contains(string(info), "role:master") {
+			AwaitStreaming(t, n.Addr(), 1)
 		}
 	}
 	return c

@@ -60,7 +60,8 @@ func replicated(t testing.TB, replicas int) (master *redistest.Server, reps []*r
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		info, err := mc.Info(context.Background(), "replication").Result()
-		if err == nil && strings.Count(info, "state=online") == replicas && streaming(mc, replicas) {
+		if err == nil && strings.Count(info, "state=online") == replicas {
+			redistest.AwaitStreaming(t, master.Addr(), replicas)
 			return master, reps
 		}
 		if time.Now().After(deadline) {
@@ -68,22 +69,6 @@ func replicated(t testing.TB, replicas int) (master *redistest.Server, reps []*r
 		}
 		time.Sleep(20 * time.Millisecond) // the replicas' sync, not a window
 	}
-}
-
-// streaming reports whether every one of the master's replicas
-// acknowledges a write: a replica online after a diskless sync gets the
-// master's writes only once it has sent its first acknowledgement, up to
-// a second later, and until then acknowledges none.
-func streaming(mc *redis.Client, replicas int) bool {
-	ctx := context.Background()
-	pipe := mc.Pipeline()
-	pipe.Set(ctx, "streaming-probe", 1, time.Second)
-	acked := pipe.Do(ctx, "wait", replicas, 100)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return false
-	}
-	n, err := acked.Int64()
-	return err == nil && n == int64(replicas)
 }
 
 // TestReplicaAcks: with WithReplicaAcks(1, ...), every answer the store
