@@ -78,8 +78,11 @@ func StartClusterWithReplicas(t testing.TB, nodeTimeoutMS int, args ...string) *
 		}
 	}
 	for _, n := range c.Nodes {
-		if info, err := exec.Command("redis-cli", "-p", strconv.Itoa(n.Port()), "info", "replication").Output(); err == nil &&
-			strings.Contains(string(info), "role:master") {
+		info, err := exec.Command("redis-cli", "-p", strconv.Itoa(n.Port()), "info", "replication").Output()
+		if err != nil {
+			t.Fatalf("redistest: %s: info replication: %v", n.Addr(), err)
+		}
+		if strings.Contains(string(info), "role:master") {
 			AwaitStreaming(t, n.Addr(), 1)
 		}
 	}

@@ -107,7 +107,7 @@ type leaseEntry struct {
 	older                      int64
 	olderAt, latestAt, firstAt int64
 	after                      [limiter.MaxWindows]int64 // each window's count in Redis after the last grant
-	spent                      int64                     // units spent from the lease in the span: what a refund may return to it
+	spent                      int64                     // units spent from the lease since its latest grant: what a refund may return to it
 
 	// Demand: cost asked of this replica since the instant since.
 	seen, since int64
@@ -376,7 +376,7 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 				}
 				e.older = e.held
 			}
-			e.latestAt = ms
+			e.latestAt, e.spent = ms, 0
 		}
 		e.held += r.granted
 		e.end = max(e.end, end) // a later grant, a later second
@@ -392,9 +392,9 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 }
 
 // refund returns to key's lease what a refund of req.Cost for d may: at
-// most the units spent from the lease in its span, only for a d decided
-// after the span's first grant, and only while the span holds d's
-// windows at the refund's time. Those units were charged
+// most the units spent from the lease since its latest grant, only for a
+// d decided after that grant, and only while the span holds d's windows
+// at the refund's time. Those units were charged
 // in Redis once, at the grant: spent again from the lease, they are still
 // charged once. It returns how many units it took back.
 func (l *leases) refund(req *limiter.Request, d *limiter.Decision) int64 {
@@ -407,11 +407,16 @@ func (l *leases) refund(req *limiter.Request, d *limiter.Decision) int64 {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.m[entryKey(req.Policy, req.Key)]
-	if e == nil || !e.known || t < e.start || t >= e.end || ms <= e.firstAt {
-		// d was decided before the span's first grant, perhaps before
-		// a Reset that dropped the last span (in the grant's millisecond,
-		// perhaps before too): its units are not the span's to take
-		// back, and Redis judges its return by the Reset's mark.
+	if e == nil || !e.known || t < e.start || t >= e.end || ms <= e.latestAt {
+		// d was decided before the lease's latest grant (in the grant's
+		// millisecond, perhaps before too), perhaps before a Reset: this
+		// replica's own, which dropped the span it was decided in, or
+		// another's, which this replica cannot see. Its units are not
+		// the lease's to take back: Redis judges its return by the
+		// Reset's mark. What the lease takes back of a decision made
+		// since is at most what it has spent since that grant, so that
+		// after another replica's Reset it spends no more than it held
+		// after its latest grant, within the second the grant lasts.
 		return 0
 	}
 	pk := l.keys.get(req.Policy)

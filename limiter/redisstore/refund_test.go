@@ -177,9 +177,9 @@ func TestRefundLostReplyAppliedOnce(t *testing.T) {
 
 // TestRefundToLease: with leases, a refund of a charge spent from this
 // replica's lease goes back to the lease, with no round trip, at most
-// what was spent from it in the span (decided after the span's first
-// grant's millisecond, when a Reset may have come before); the rest goes
-// to Redis. Under both
+// what was spent from it since its latest grant (of a decision made
+// after that grant's millisecond: a Reset, this replica's or another's,
+// may have come before); the rest goes to Redis. Under both
 // clocks, with two replicas, the window still admits no more than its
 // limit in all.
 func TestRefundToLease(t *testing.T) {
@@ -205,22 +205,28 @@ func TestRefundToLease(t *testing.T) {
 			// one leaves units held (the 20th may spend the last of a
 			// lease whose size followed the demand's timing).
 			var (
-				last limiter.Decision
-				held int64
-				n    int
+				last      limiter.Decision
+				held      int64
+				n         int
+				fromLease bool
 			)
-			for n < 20 || held == 0 && n < 100 {
+			// Until the last request was decided from the lease: a lease
+			// takes back only what was decided after its latest grant's
+			// millisecond, so the clocks move a millisecond a request.
+			for n < 20 || (held == 0 || !fromLease) && n < 100 {
+				trips := ss[0].Stats().RoundTrips
 				d, err := ls[0].Allow(ctx, "hot", 1)
 				if err != nil || !d.Allowed {
 					t.Fatal(d, err)
 				}
 				last, n = d, n+1
-				held = ss[0].leases.held(p, "hot")
-				// A millisecond on: a lease takes back only what was
-				// decided after its first grant's millisecond.
+				held, fromLease = ss[0].leases.held(p, "hot"), ss[0].Stats().RoundTrips == trips
 				clk.Advance(time.Millisecond)
+				if clock == serverClock {
+					time.Sleep(time.Millisecond)
+				}
 			}
-			if held == 0 || ss[0].Stats().Leased == 0 {
+			if held == 0 || !fromLease || ss[0].Stats().Leased == 0 {
 				t.Fatalf("no lease held after %d requests: %+v", n, ss[0].Stats())
 			}
 			trips := ss[0].Stats().RoundTrips

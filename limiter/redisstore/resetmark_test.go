@@ -253,6 +253,57 @@ func TestLeaseTakesBackNoChargeBeforeAReset(t *testing.T) {
 	}
 }
 
+// TestLeaseTakesBackNoChargeBeforeAnotherReplicasReset: replica A, hot
+// and leasing, admits a request; B resets the key; A stays busy for a
+// second and a half (its lease is granted anew), then refunds the
+// request. The refund gives nothing back: not to the fresh count, nor to
+// A's lease, from which A would spend it again. After the Reset the
+// replicas admit at most the limit plus what A held leased at the Reset
+// (the documented bound: a replica may spend for a second what it leased
+// before another's Reset). Before, a lease took back any refund of a
+// decision made after the span's first grant, and they admitted 106 of
+// 103. On the limiter's clock only: on Redis's the same sequence
+// admitted 103 before the fix as after it, so it would test nothing
+// there (TestLeaseTakesBackNoChargeBeforeAReset covers both clocks).
+func TestLeaseTakesBackNoChargeBeforeAnotherReplicasReset(t *testing.T) {
+	t.Run(appClock.String(), func(t *testing.T) {
+		ctx := context.Background()
+		p := limiter.MustPolicy("plan", limiter.PerHour(100))
+		rs := newReplicaSet(t, 2, p, func() redis.UniversalClient { return redistest.Client(t, redistest.SharedAddr) },
+			WithLeases(500*time.Millisecond, 10))
+		advance := fakeMonos(rs.stores)
+		a, b := rs.ls[0], rs.ls[1]
+		hot(t, a, rs.clk, 20)
+		before, err := a.Allow(ctx, "acme", 3)
+		if err != nil || !before.Allowed {
+			t.Fatalf("before the Reset: %+v, %v", before, err)
+		}
+		held := rs.stores[0].leases.held(p, "acme")
+		rs.clk.Advance(time.Millisecond)
+		if err := b.Reset(ctx, "acme"); err != nil {
+			t.Fatal(err)
+		}
+		rs.clk.Advance(time.Millisecond)
+		// A busy for 1.5 s: its lease ends, and it is granted anew.
+		var after int64
+		for range 30 {
+			if d, err := a.Allow(ctx, "acme", 1); err != nil || !d.Allowed {
+				t.Fatalf("A after the Reset: %+v, %v", d, err)
+			}
+			after++
+			rs.clk.Advance(50 * time.Millisecond)
+			advance(50 * time.Millisecond)
+		}
+		if err := a.Refund(ctx, "acme", 3, before); err != nil {
+			t.Fatal(err)
+		}
+		after += rs.spendRoundRobin(t, "acme", 3)
+		if after > 100+held {
+			t.Fatalf("after the Reset the replicas admitted %d, want at most 100 and the %d A held: the refund of a request admitted before it gave its units back", after, held)
+		}
+	})
+}
+
 // TestSettlePastItsReservationAfterAReset: a settle that charges beyond
 // its reservation, in a window a Reset marked, is charged (before the
 // fix settle.lua compared the mark with the instant only a return
