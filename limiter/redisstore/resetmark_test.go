@@ -55,6 +55,28 @@ func (rs *replicaSet) spendRoundRobin(t *testing.T, key string, refusals int) in
 	}
 }
 
+// admitThenReset admits cost on a, resets the key on b, and moves the
+// clocks past the Reset's millisecond (Redis's TIME too, on its clock),
+// so that what follows is decided after the Reset. It returns the
+// admission.
+func (rs *replicaSet) admitThenReset(t *testing.T, a, b *limiter.Limiter, cost int64, clock clockSource) limiter.Decision {
+	t.Helper()
+	ctx := context.Background()
+	before, err := a.Allow(ctx, "acme", cost)
+	if err != nil || !before.Allowed {
+		t.Fatalf("before the Reset: %+v, %v", before, err)
+	}
+	rs.clk.Advance(time.Millisecond)
+	if err := b.Reset(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	rs.clk.Advance(time.Millisecond)
+	if clock == serverClock {
+		time.Sleep(2 * time.Millisecond) // Redis's TIME must pass the Reset's millisecond
+	}
+	return before
+}
+
 // TestResetStartsOneFreshBudget: three replicas with leases spend a day
 // of 400, one of them holding units leased and unspent; a Reset on
 // another starts exactly one fresh budget. What the lease held before
@@ -120,18 +142,7 @@ func TestReturnsAfterAResetReturnNothing(t *testing.T) {
 					awaitServerWindow(t, sharedClient(t), time.Hour)
 				}
 				a, b := rs.ls[0], rs.ls[1]
-				before, err := a.Allow(ctx, "acme", 3)
-				if err != nil || !before.Allowed {
-					t.Fatalf("before the Reset: %+v, %v", before, err)
-				}
-				rs.clk.Advance(time.Millisecond)
-				if err := b.Reset(ctx, "acme"); err != nil {
-					t.Fatal(err)
-				}
-				rs.clk.Advance(time.Millisecond)
-				if clock == serverClock {
-					time.Sleep(2 * time.Millisecond) // Redis's TIME must pass the Reset's millisecond
-				}
+				before := rs.admitThenReset(t, a, b, 3, clock)
 				fresh, err := a.Allow(ctx, "acme", 2)
 				if err != nil || !fresh.Allowed {
 					t.Fatalf("after the Reset: %+v, %v", fresh, err)
@@ -221,22 +232,12 @@ func TestLeaseTakesBackNoChargeBeforeAReset(t *testing.T) {
 					awaitServerWindow(t, sharedClient(t), time.Hour)
 				}
 				a := rs.ls[0]
-				before, err := a.Allow(ctx, "acme", 3)
-				if err != nil || !before.Allowed {
-					t.Fatalf("before the Reset: %+v, %v", before, err)
-				}
-				rs.clk.Advance(time.Millisecond)
-				if err := a.Reset(ctx, "acme"); err != nil {
-					t.Fatal(err)
-				}
-				rs.clk.Advance(time.Millisecond)
-				if clock == serverClock {
-					time.Sleep(2 * time.Millisecond) // Redis's TIME must pass the Reset's millisecond
-				}
+				before := rs.admitThenReset(t, a, a, 3, clock)
 				hot(t, a, rs.clk, 20)
 				if rs.stores[0].leases.held(p, "acme") == 0 {
 					t.Fatal("A holds no lease: the test needs one")
 				}
+				var err error
 				if how == "refund" {
 					err = a.Refund(ctx, "acme", 3, before)
 				} else {
@@ -274,16 +275,8 @@ func TestLeaseTakesBackNoChargeBeforeAnotherReplicasReset(t *testing.T) {
 		advance := fakeMonos(rs.stores)
 		a, b := rs.ls[0], rs.ls[1]
 		hot(t, a, rs.clk, 20)
-		before, err := a.Allow(ctx, "acme", 3)
-		if err != nil || !before.Allowed {
-			t.Fatalf("before the Reset: %+v, %v", before, err)
-		}
-		held := rs.stores[0].leases.held(p, "acme")
-		rs.clk.Advance(time.Millisecond)
-		if err := b.Reset(ctx, "acme"); err != nil {
-			t.Fatal(err)
-		}
-		rs.clk.Advance(time.Millisecond)
+		before := rs.admitThenReset(t, a, b, 3, appClock)
+		held := rs.stores[0].leases.held(p, "acme") // B's Reset leaves A's lease: A may spend it for a second
 		// A busy for 1.5 s: its lease ends, and it is granted anew.
 		var after int64
 		for range 30 {
@@ -322,18 +315,7 @@ func TestSettlePastItsReservationAfterAReset(t *testing.T) {
 				awaitServerWindow(t, sharedClient(t), time.Hour)
 			}
 			a := rs.ls[0]
-			before, err := a.Allow(ctx, "acme", 1)
-			if err != nil || !before.Allowed {
-				t.Fatalf("before the Reset: %+v, %v", before, err)
-			}
-			rs.clk.Advance(time.Millisecond)
-			if err := a.Reset(ctx, "acme"); err != nil {
-				t.Fatal(err)
-			}
-			rs.clk.Advance(time.Millisecond)
-			if clock == serverClock {
-				time.Sleep(2 * time.Millisecond) // Redis's TIME must pass the Reset's millisecond
-			}
+			before := rs.admitThenReset(t, a, a, 1, clock)
 			fresh, err := a.Allow(ctx, "acme", 2)
 			if err != nil || !fresh.Allowed {
 				t.Fatalf("after the Reset: %+v, %v", fresh, err)
