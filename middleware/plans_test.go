@@ -50,9 +50,18 @@ type planStores struct {
 	name     string
 	replicas int
 	redis    bool
+	// serverClock decides with Redis's TIME (redisstore.WithServerClock)
+	// instead of the limiter's clock.
+	serverClock bool
 }
 
-var planBackends = []planStores{{"memory", 1, false}, {"redis_three_replicas", 3, true}}
+var (
+	planBackends = []planStores{{"memory", 1, false, false}, {"redis_three_replicas", 3, true, false}}
+	// onServerClock is three replicas deciding by Redis's clock, which no
+	// test can move: tests that cross a boundary on a fake clock check
+	// the rest on it.
+	onServerClock = planStores{"redis_three_replicas_server_clock", 3, true, true}
+)
 
 // stores returns each replica's store: memory, or Redis on one prefix.
 func (b planStores) stores(t *testing.T) []limiter.Store {
@@ -61,7 +70,11 @@ func (b planStores) stores(t *testing.T) []limiter.Store {
 	var out []limiter.Store
 	for range b.replicas {
 		if b.redis {
-			s, err := redisstore.New(redistest.Shared(t), redisstore.WithPrefix(prefix))
+			opts := []redisstore.Option{redisstore.WithPrefix(prefix)}
+			if b.serverClock {
+				opts = append(opts, redisstore.WithServerClock())
+			}
+			s, err := redisstore.New(redistest.Shared(t), opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,14 +186,78 @@ func TestCustomersInFourZones(t *testing.T) {
 	}
 }
 
+// TestCustomersInFourZonesOnServerClock: TestCustomersInFourZones on
+// three replicas deciding by Redis's clock, whose own clocks are 20
+// hours behind it, on it and 20 hours ahead: each customer is refused
+// after 3, until the end of the month that holds Redis's time in their
+// own zone, the others unaffected. Redis's clock cannot be moved to a
+// month's end, so the crossing itself is TestCustomersInFourZones's (and
+// redisstore's TestCalendarServerClockAcrossMidnight's, on a zone built
+// to have its midnight in three seconds).
+func TestCustomersInFourZonesOnServerClock(t *testing.T) {
+	zones := []string{"Pacific/Auckland", "Asia/Kolkata", "Europe/Paris", "America/New_York"}
+	redisNow := func() time.Time {
+		now, err := redistest.Shared(t).Time(context.Background()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return now
+	}
+	now := redisNow()
+	api := limiter.MustPolicy("api", limiter.PerMonthIn(1000, time.UTC), limiter.PerMinute(100))
+	free := &limiter.Plan{Name: "free", Limits: map[string][]int64{"api": {3, 100}}}
+	cs := &customers{m: map[string][2]string{}}
+	var doors []http.Handler
+	for i, store := range onServerClock.stores(t) {
+		clk := limitertest.New(now.Add(time.Duration(i-1) * 20 * time.Hour))
+		l, err := limiter.New(api, limiter.WithStore(store), limiter.WithClock(clk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		doors = append(doors, newMiddleware(t, l, middleware.WithKey(keyfunc.Must(keyfunc.Header("X-API-Key"))),
+			middleware.WithPlans(cs.lookup(map[string]*limiter.Plan{"free": free})))(&okHandler{}))
+	}
+	n := 0
+	next := func() http.Handler { n++; return doors[n%len(doors)] }
+	for _, z := range zones {
+		loc := storetest.Zone(t, z)
+		// A month of z that ends while its requests are sent (once a
+		// month, for a few milliseconds) starts z again under a fresh key.
+		for attempt := 0; ; attempt++ {
+			key := z + "#" + strconv.Itoa(attempt)
+			cs.set(key, "free", z)
+			local := redisNow().In(loc)
+			monthEnd := time.Date(local.Year(), local.Month()+1, 1, 0, 0, 0, 0, loc)
+			var last *httptest.ResponseRecorder
+			for i := range 4 {
+				last = getKey(next(), key)
+				if i < 3 && (last.Code != http.StatusOK || last.Header().Get("X-RateLimit-Remaining") != strconv.Itoa(2-i)) {
+					if redisNow().Before(monthEnd) {
+						t.Fatalf("%s request %d: %d %v, want 200 with %d left", z, i+1, last.Code, last.Header(), 2-i)
+					}
+				}
+			}
+			if !redisNow().Before(monthEnd) {
+				continue
+			}
+			if last.Code != http.StatusTooManyRequests || last.Header().Get("X-RateLimit-Reset") != strconv.FormatInt(monthEnd.Unix(), 10) {
+				t.Fatalf("%s's 4th request: %d %v; want 429, reset at %v (%d)", z, last.Code, last.Header(), monthEnd, monthEnd.Unix())
+			}
+			break
+		}
+	}
+}
+
 // TestUpgradeKeepsRequestsAndTokens: a customer of the free plan who
 // spent its 3 requests and went past its 1,000 tokens (into debt) is
 // moved to pro mid-month: pro's limits apply to what was used, requests
-// and tokens alike, on every replica.
+// and tokens alike, on every replica; on Redis's clock too, the
+// replicas' clocks months from it.
 func TestUpgradeKeepsRequestsAndTokens(t *testing.T) {
 	paris := storetest.Zone(t, "Europe/Paris")
 	start := time.Date(2026, 7, 15, 12, 0, 0, 0, paris)
-	for _, b := range planBackends {
+	for _, b := range append(planBackends, onServerClock) {
 		t.Run(b.name, func(t *testing.T) {
 			clk := limitertest.New(start)
 			api := limiter.MustPolicy("api", limiter.PerMonthIn(1000, time.UTC))
