@@ -163,6 +163,9 @@ func build(l Limiter, opts []Option) (func(http.Handler) http.Handler, error) {
 		}
 		c.plans = p
 	}
+	if err := c.checkDeclared(); err != nil {
+		return nil, err
+	}
 	if c.headers == nil {
 		w, err := headers.New()
 		if err != nil {
