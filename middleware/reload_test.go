@@ -1,9 +1,11 @@
 package middleware_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,9 +51,9 @@ func newService(t *testing.T, store limiter.Store, clk limiter.Clock, limit int6
 	return &service{rate: rate, cap: capped, h: mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))}
 }
 
-func (s *service) close() {
-	s.rate.Close()
-	s.cap.Close()
+// close closes the build, and reports whether it closed cleanly.
+func (s *service) close() error {
+	return errors.Join(s.rate.Close(), s.cap.Close())
 }
 
 // A generation is one build of the service and the requests it took, so
@@ -63,7 +65,10 @@ type generation struct {
 }
 
 // swapper serves the current generation, as a service's reload would.
-type swapper struct{ cur atomic.Pointer[generation] }
+type swapper struct {
+	cur    atomic.Pointer[generation]
+	closed error // the last old build's Close
+}
 
 func (sw *swapper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for {
@@ -86,7 +91,7 @@ func (sw *swapper) swap(s *service) {
 		return
 	}
 	old.mu.Lock()
-	old.s.close()
+	sw.closed = old.s.close()
 	old.mu.Unlock()
 }
 
@@ -129,11 +134,17 @@ func testReloadUnderLoad(t *testing.T, store limiter.Store) {
 		}
 		if w == 1 { // the reload, amid the window's requests
 			wg.Go(func() {
+				for ok.Load()+refused.Load() < workers*perEach/4 {
+					runtime.Gosched() // until a quarter of them are answered
+				}
 				last = newService(t, store, clk, limit, first)
 				sw.swap(last)
 			})
 		}
 		wg.Wait()
+		if sw.closed != nil {
+			t.Fatalf("window %d: the old build's Close: %v", w, sw.closed)
+		}
 		if ok.Load() != limit || refused.Load() != workers*perEach-limit || failed.Load() != 0 {
 			t.Fatalf("window %d: %d admitted, %d refused, %d failed; want %d, %d, 0",
 				w, ok.Load(), refused.Load(), failed.Load(), limit, workers*perEach-limit)
@@ -144,7 +155,9 @@ func testReloadUnderLoad(t *testing.T, store limiter.Store) {
 	if _, err := limiter.New(limiter.MustPolicy("api", limiter.PerMinute(limit)), limiter.WithStore(store)); err == nil {
 		t.Fatal("a second limiter of the live build's policy, naming nothing, was accepted")
 	}
-	last.close()
+	if err := last.close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestReloadUnderLoadMemory(t *testing.T) {
