@@ -17,7 +17,9 @@ import (
 // Sharing a budget on purpose means sharing one Limiter, or deciding
 // under a plan's limits with Limiter.For, which shares its claim;
 // replicas share one through their own store values, each claiming
-// once. Policies of one name and other windows (a plan per time zone:
+// once. A limiter built again to replace a live one (a configuration
+// reloaded) takes its claim over by naming it (WithReplace), so that a
+// claim still refuses what nobody said was meant. Policies of one name and other windows (a plan per time zone:
 // a month in Paris and a minute, a month in Tokyo and a minute) are
 // other ids: each limiter counts its own windows, and the windows they
 // have in common (the minute) are one per client key, as they should be.
@@ -45,25 +47,27 @@ type claimToken struct{ _ byte }
 
 // claim claims id on store for owner, until release is called or owner
 // becomes unreachable. It reports false, and claims nothing, when a live
-// holder has the claim. A store whose dynamic type is not comparable (a
-// struct value holding a map, say) cannot be told apart from a copy, and
-// is not claimed: release is then a no-op.
-func claim[T any](owner *T, store any, id string) (release func(), ok bool) {
+// holder other than prev has the claim: a claim prev holds passes to
+// owner, and prev's release and cleanup then leave it alone. A store
+// whose dynamic type is not comparable (a struct value holding a map,
+// say) cannot be told apart from a copy, and is not claimed: release is
+// then a no-op and tok nil.
+func claim[T any](owner *T, store any, id string, prev *claimToken) (release func(), tok *claimToken, ok bool) {
 	if !reflect.TypeOf(store).Comparable() {
-		return func() {}, true
+		return func() {}, nil, true
 	}
 	k := claimKey{store: store, id: id}
-	tok := new(claimToken)
+	tok = new(claimToken)
 	claims.mu.Lock()
 	defer claims.mu.Unlock()
-	if _, held := claims.m[k]; held {
-		return nil, false
+	if cur, held := claims.m[k]; held && (prev == nil || cur != prev) {
+		return nil, nil, false
 	}
 	claims.m[k] = tok
 	var once sync.Once
 	release = func() { once.Do(func() { unclaim(k, tok) }) }
 	runtime.AddCleanup(owner, func(k claimKey) { unclaim(k, tok) }, k)
-	return release, true
+	return release, tok, true
 }
 
 // unclaim removes k's entry if tok still holds it.

@@ -53,6 +53,7 @@ type InFlight struct {
 	closed  atomic.Bool
 	reduced atomic.Pointer[Policy] // the last cap a store applied below max (a fallback's)
 	unclaim func()
+	claimed *claimToken // the claim unclaim gives up, for WithReplace
 	once    sync.Once
 	// base is the InFlight NewInFlight made, for one For returned (nil
 	// for itself): its life and its hold times are base's.
@@ -89,7 +90,8 @@ func WithInFlightLease(d time.Duration) Option {
 // (nil, a store without slots, a lease under 1s) ErrInvalidOption, and
 // so does a second live InFlight of the same name on one store, which
 // would share its slots unknowingly: sharing a cap means sharing one
-// *InFlight.
+// *InFlight, and building it again (a reload) naming the live one with
+// WithReplace.
 func NewInFlight(name string, max int64, opts ...Option) (*InFlight, error) {
 	p, err := newInFlightPolicy(name, max)
 	if err != nil {
@@ -110,17 +112,23 @@ func NewInFlight(name string, max int64, opts ...Option) (*InFlight, error) {
 		return nil, fmt.Errorf("%w: WithClock(%s): clock is nil", ErrInvalidOption, nilName(c.clock))
 	case c.lease < minInFlightLease:
 		return nil, fmt.Errorf("%w: WithInFlightLease(%v): lease must be ≥ %v", ErrInvalidOption, c.lease, minInFlightLease)
+	}
+	if err := c.checkReplace(); err != nil {
+		return nil, err
+	}
+	switch {
 	case c.storeSet:
 		ss, ok := c.store.(SlotStore)
 		if !ok {
 			return nil, fmt.Errorf("%w: WithStore(%T): the store keeps no in-flight slots (it is no SlotStore)", ErrInvalidOption, c.store)
 		}
 		f.store = ss
-		release, ok := claim(f, c.store, p.id)
+		release, tok, ok := claim(f, c.store, p.id, c.replaces)
 		if !ok {
-			return nil, fmt.Errorf("%w: WithStore: an InFlight named %q is already live on this store; share that *InFlight, or close it first", ErrInvalidOption, name)
+			return nil, fmt.Errorf("%w: WithStore: an InFlight named %q is already live on this store%s; share that *InFlight, close it first, "+
+				"or name it with WithReplace", ErrInvalidOption, name, replacedNote(&c))
 		}
-		f.unclaim = release
+		f.unclaim, f.claimed = release, tok
 	default:
 		// No sweep: slots need none, and an InFlight starts no goroutine.
 		s, err := NewMemoryStore(WithSweepInterval(0))

@@ -62,6 +62,7 @@ type shared struct {
 	clock    Clock
 	owned    *MemoryStore // the default store, closed by Close
 	release  func()       // gives up the policy's claim on a store given with WithStore (see claim)
+	claimed  *claimToken  // the claim release gives up, for WithReplace
 	closed   atomic.Bool
 	root     *Limiter
 	variants *cow.Map[variant, *Limiter] // For's limiters
@@ -81,6 +82,11 @@ type config struct {
 	clockSet bool
 	lease    time.Duration // WithInFlightLease, for NewInFlight only
 	leaseSet bool
+	// WithReplace: the claim of the limiter replaced (nil for one that
+	// holds none), and whether old was nil.
+	replaces   *claimToken
+	replaceSet bool
+	replaceNil bool
 }
 
 // WithStore sets the store (default: a new MemoryStore owned by the
@@ -95,8 +101,9 @@ type config struct {
 // policy name, or, to share a budget on purpose (two routes, or an HTTP
 // and a gRPC door), share one Limiter, or decide under a plan's limits
 // with its For. A limiter's claim ends with Close, or when it is
-// garbage collected. Replicas, each with a store value of its own on one
-// Redis, share the limit as they should.
+// garbage collected; a limiter built again to take the place of a live
+// one (a reload) names it with WithReplace. Replicas, each with a store
+// value of its own on one Redis, share the limit as they should.
 func WithStore(s Store) Option {
 	return func(c *config) { c.store, c.storeSet = s, true }
 }
@@ -134,17 +141,20 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 	case c.leaseSet:
 		return nil, fmt.Errorf("%w: WithInFlightLease(%v) does not apply to New: it sets an InFlight's lease (NewInFlight)", ErrInvalidOption, c.lease)
 	}
+	if err := c.checkReplace(); err != nil {
+		return nil, err
+	}
 	l := &Limiter{policy: p, shared: &shared{store: c.store, clock: c.clock, variants: newVariants[variant, *Limiter]()}}
 	l.root = l
 	if c.storeSet {
-		release, ok := claim(l.shared, c.store, p.ID())
+		release, tok, ok := claim(l.shared, c.store, p.ID(), c.replaces)
 		if !ok {
-			return nil, fmt.Errorf("%w: WithStore: policy %q (%s) is already counted on this store by another limiter: "+
+			return nil, fmt.Errorf("%w: WithStore: policy %q (%s) is already counted on this store by another limiter%s: "+
 				"the two would share one budget; give each limiter a policy of its own name, share one Limiter, "+
-				"or decide under a plan's limits with its For",
-				ErrInvalidOption, p.Name(), p)
+				"decide under a plan's limits with its For, or name the limiter this one replaces with WithReplace",
+				ErrInvalidOption, p.Name(), p, replacedNote(&c))
 		}
-		l.release = release
+		l.release, l.claimed = release, tok
 	}
 	if l.store == nil {
 		var mopts []MemoryOption

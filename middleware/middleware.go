@@ -107,6 +107,23 @@ func MustInFlight(f *limiter.InFlight, opts ...Option) func(http.Handler) http.H
 
 // build returns the middleware of l (nil: caps alone) and opts.
 func build(l Limiter, opts []Option) (func(http.Handler) http.Handler, error) {
+	c, err := configure(l, opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(next http.Handler) http.Handler {
+		if next == nil {
+			// As http.Handle does: a programming error, found when the
+			// route is built rather than by the first request.
+			panic("middleware: nil next handler")
+		}
+		return &handler{cfg: c, next: next}
+	}, nil
+}
+
+// configure checks and settles the configuration of l (nil: caps
+// alone) and opts, for the middleware and its usage (NewUsageHandler).
+func configure(l Limiter, opts []Option) (*config, error) {
 	c := &config{capsOnly: l == nil}
 	for i, o := range opts {
 		if o == nil {
@@ -163,6 +180,9 @@ func build(l Limiter, opts []Option) (func(http.Handler) http.Handler, error) {
 		}
 		c.plans = p
 	}
+	if err := c.checkDeclared(); err != nil {
+		return nil, err
+	}
 	if c.headers == nil {
 		w, err := headers.New()
 		if err != nil {
@@ -192,14 +212,7 @@ func build(l Limiter, opts []Option) (func(http.Handler) http.Handler, error) {
 	if c.onKeyError == nil {
 		c.onKeyError = badRequest
 	}
-	return func(next http.Handler) http.Handler {
-		if next == nil {
-			// As http.Handle does: a programming error, found when the
-			// route is built rather than by the first request.
-			panic("middleware: nil next handler")
-		}
-		return &handler{cfg: c, next: next}
-	}, nil
+	return c, nil
 }
 
 // MustNew is New that panics on error, for middleware whose limiter and

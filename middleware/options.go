@@ -29,6 +29,8 @@ type config struct {
 	cost       func(*http.Request) int64
 	lookup     func(*http.Request) (*limiter.Plan, string, error) // WithPlans
 	plans      *verdict.Plans                                     // the limits of lookup's plans
+	declared   []*limiter.Plan                                    // WithDeclaredPlans
+	declaredOn bool
 	exempt     func(r *http.Request, key string) bool
 	denied     func(http.ResponseWriter, *http.Request, *limiter.Decision)
 	deny       func(http.ResponseWriter, *http.Request, *limiter.Decision, ...*limiter.Decision) // denied, or the default, after the headers
@@ -293,6 +295,23 @@ func WithCost(f func(r *http.Request) int64) Option {
 // of a configuration reloaded do not stay.
 func WithPlans(lookup func(r *http.Request) (plan *limiter.Plan, zone string, err error)) Option {
 	return func(c *config) { c.lookup, c.given = lookup, c.given|givenPlans }
+}
+
+// WithDeclaredPlans declares the plans WithPlans' lookup may answer, so
+// that New checks them against the middleware's rates and caps: a plan
+// naming a policy or cap the middleware has not (a misspelt name, which
+// would be ignored), limits of another count than a policy's rates, out
+// of range, or out of order (a month's limit below a minute's, as
+// limits given the wrong way round are), or a cap's maximum out of
+// range is an error wrapping ErrInvalidOption that names the plan, the
+// policy and the problem (see limiter.Plan.Check). A plan the lookup
+// answers that was not declared is still checked on its first request
+// (500, Misconfigured). Declare to each middleware the plans of its own
+// limits: a plan naming limits of another door (the gRPC one, a
+// middleware stacked over this one) is refused here. WithDeclaredPlans
+// needs WithPlans, and at least one plan, none nil.
+func WithDeclaredPlans(plans ...*limiter.Plan) Option {
+	return func(c *config) { c.declared, c.declaredOn = append([]*limiter.Plan(nil), plans...), true }
 }
 
 // WithExempt passes the requests for which f reports true straight to

@@ -23,7 +23,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -156,39 +155,18 @@ func newService(opts ...limiter.Option) *service {
 		prompt, _ := io.ReadAll(io.LimitReader(r.Body, 1<<16))
 		fmt.Fprintln(w, complete(r.Context(), string(prompt)))
 	})))
+	// One endpoint for every limit a customer meets: the options of the
+	// three middlewares together.
+	usage, err := middleware.NewUsageHandler(api, append(common, middleware.WithInFlight(exports, nil), middleware.WithReported(spent, nil, nil))...)
+	if err != nil {
+		panic(err) // the options above are fixed in code
+	}
 	mux.HandleFunc("GET /usage", func(w http.ResponseWriter, r *http.Request) {
-		p, zone, known := accts.lookup(r.Header.Get("X-API-Key"))
-		if !known {
+		if _, _, known := accts.lookup(r.Header.Get("X-API-Key")); !known {
 			http.Error(w, "unknown API key", http.StatusNotFound)
 			return
 		}
-		key := "hdr:X-Api-Key:" + r.Header.Get("X-API-Key") // the key keyfunc.Header makes
-		var u struct {
-			Plan    string        `json:"plan"`
-			Zone    string        `json:"zone"`
-			Rates   limiter.Usage `json:"rates"`
-			Tokens  limiter.Usage `json:"tokens"`
-			Exports limiter.Usage `json:"exports"`
-		}
-		u.Plan, u.Zone = p.Name, zone
-		l, err := api.For(p, zone)
-		t, terr := spent.For(p, zone)
-		f, ferr := exports.For(p)
-		if err = errors.Join(err, terr, ferr); err == nil {
-			u.Rates, err = l.Usage(r.Context(), key)
-		}
-		if err == nil {
-			u.Tokens, err = t.Usage(r.Context(), key)
-		}
-		if err == nil {
-			u.Exports, err = f.Usage(r.Context(), key)
-		}
-		if err != nil {
-			http.Error(w, "usage unavailable", http.StatusServiceUnavailable)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(u)
+		usage.ServeHTTP(w, r)
 	})
 	mux.HandleFunc("POST /plan", func(w http.ResponseWriter, r *http.Request) {
 		to, key := r.URL.Query().Get("to"), r.Header.Get("X-API-Key")

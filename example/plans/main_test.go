@@ -229,25 +229,34 @@ func TestUsageEndpoint(t *testing.T) {
 	}
 }
 
-// usageJSON is GET /usage's body.
+// usageJSON is GET /usage's body (middleware.UsageHandler's), its
+// resources by name.
 type usageJSON struct {
-	Plan  string `json:"plan"`
-	Zone  string `json:"zone"`
-	Rates struct {
-		Windows []struct {
-			Window    string `json:"window"`
-			Limit     int64  `json:"limit"`
-			Used      int64  `json:"used"`
-			Remaining int64  `json:"remaining"`
-			Reset     string `json:"reset"`
-		} `json:"windows"`
-	} `json:"rates"`
-	Exports struct {
-		Held int64 `json:"-"`
-		In   struct {
-			Limit, Used, Remaining int64
-		} `json:"in_flight"`
-	} `json:"exports"`
+	Plan      string `json:"plan"`
+	Zone      string `json:"zone"`
+	Resources struct {
+		Rates   usageRates   `json:"api"`
+		Exports usageExports `json:"exports"`
+	} `json:"resources"`
+	Rates   usageRates   `json:"-"`
+	Exports usageExports `json:"-"`
+}
+
+type usageRates struct {
+	Windows []struct {
+		Window    string `json:"window"`
+		Limit     int64  `json:"limit"`
+		Used      int64  `json:"used"`
+		Remaining int64  `json:"remaining"`
+		Reset     string `json:"reset"`
+	} `json:"windows"`
+}
+
+type usageExports struct {
+	Held int64 `json:"-"`
+	In   struct {
+		Limit, Used, Remaining int64
+	} `json:"in_flight"`
 }
 
 func usageOf(t *testing.T, h http.Handler, apiKey string) usageJSON {
@@ -257,6 +266,7 @@ func usageOf(t *testing.T, h http.Handler, apiKey string) usageJSON {
 	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &u) != nil {
 		t.Fatalf("GET /usage: %d %s", w.Code, w.Body)
 	}
+	u.Rates, u.Exports = u.Resources.Rates, u.Resources.Exports
 	u.Exports.Held = u.Exports.In.Used
 	return u
 }

@@ -200,6 +200,9 @@ func build(l middleware.Limiter, opts []Option) (*Interceptor, error) {
 			ic.methods[m] = ml
 		}
 	}
+	if err := ic.checkDeclared(c); err != nil {
+		return nil, err
+	}
 	w := c.headers
 	if w == nil {
 		var err error

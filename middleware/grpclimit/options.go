@@ -30,6 +30,8 @@ type config struct {
 	exempt   func(ctx context.Context, fullMethod string) bool
 	cost     func(ctx context.Context, fullMethod string) int64
 	lookup   func(ctx context.Context, fullMethod string) (*limiter.Plan, string, error) // WithPlans
+	declared []*limiter.Plan                                                             // WithDeclaredPlans
+	declOn   bool
 	onError  func(ctx context.Context, fullMethod string, err error) error
 	failOpen bool
 	shadow   bool
@@ -241,6 +243,20 @@ func WithMethods(m map[string]middleware.Limiter) Option {
 // Plan must not change once used.
 func WithPlans(lookup func(ctx context.Context, fullMethod string) (plan *limiter.Plan, zone string, err error)) Option {
 	return func(c *config) { c.lookup, c.given = lookup, c.given|givenPlans }
+}
+
+// WithDeclaredPlans declares the plans WithPlans' lookup may answer, so
+// that New checks them against the interceptor's rates (New's,
+// WithMethods', WithLimiter's, WithReported's, WithBytes') and caps, as
+// middleware.WithDeclaredPlans does: a name none of them has, limits of
+// another count than a policy's rates, out of range or out of order, a
+// cap's maximum out of range are errors wrapping ErrInvalidOption that
+// name the plan, the policy and the problem. A plan first answered
+// without being declared is still checked on its first call (INTERNAL,
+// Misconfigured). WithDeclaredPlans needs WithPlans, and at least one
+// plan, none nil.
+func WithDeclaredPlans(plans ...*limiter.Plan) Option {
+	return func(c *config) { c.declared, c.declOn = append([]*limiter.Plan(nil), plans...), true }
 }
 
 // WithInFlight caps how many calls run at once per key: at most the
