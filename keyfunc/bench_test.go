@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -49,6 +50,11 @@ func BenchmarkKey(b *testing.B) {
 	host, _ := RemoteHost()
 	run("remote_host_v4", host, reqs(addrs))
 	run("remote_host_v6", host, reqs(v6))
+	bare := make([]string, n) // as chi's RealIP leaves RemoteAddr
+	for i, a := range addrs {
+		bare[i] = a[:strings.LastIndexByte(a, ':')]
+	}
+	run("remote_host_v4_bare", host, reqs(bare))
 	xff, _ := TrustedProxy(XForwardedFor, []string{"10.0.0.0/8"})
 	run("trusted_xff_2_hops", xff, reqs(addrs, "X-Forwarded-For", "198.51.100.9, 10.1.1.1"))
 	fwd, _ := TrustedProxy(Forwarded, []string{"10.0.0.0/8"})
