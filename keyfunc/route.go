@@ -23,7 +23,10 @@ import (
 //     is the whole pattern of nested routers, never a mount's wildcard
 //     ("route:/api/v1/*") shared by a subtree. A path that a middleware in
 //     the root r.Use rewrote for routing (StripSlashes) is found as chi
-//     will route it; under a mount, the path of the request's URL is.
+//     will route it when the limiter is in the root r.Use too; below a
+//     mount the request's URL path is looked up, so there a rewritten
+//     path ("/users/1/" stripped) is found unmatched: put the limiter in
+//     the root r.Use, after the rewriting middleware.
 //   - Inside a ServeMux (the handler given to mux.Handle), it reads
 //     r.Pattern, with a method and host when the pattern has them
 //     ("route:GET /users/{id}").
