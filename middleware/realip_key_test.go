@@ -20,7 +20,8 @@ func TestRealIPInFrontClientsHaveOwnBudgets(t *testing.T) {
 	const limit = 2
 	clk := newFakeClock(t0)
 	r := chi.NewRouter()
-	r.Use(chimw.RealIP) //nolint:staticcheck // the deprecated middleware countless services still run
+	//lint:ignore SA1019 deprecated by chi, and still in front of the limiter in countless services
+	r.Use(chimw.RealIP)
 	r.Use(newMiddleware(t, newLimiter(t, clk, "realip", limiter.PerMinute(limit)), middleware.WithKey(keyfunc.Must(keyfunc.RemoteHost()))))
 	r.Get("/x", (&okHandler{}).ServeHTTP)
 	clients := []struct {
