@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/go-chi/chi/v5"
+	chimw "github.com/go-chi/chi/v5/middleware"
 
 	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -40,6 +41,14 @@ func TestRouteKeyBudgetsInEveryLayout(t *testing.T) {
 		{"chi_root_use", keyfunc.RoutePattern(), func(mw func(http.Handler) http.Handler) http.Handler {
 			r := chi.NewRouter()
 			r.Use(mw)
+			r.Route("/api/v1", routes)
+			return r
+		}, false},
+		// StripSlashes rewrites the path chi routes by: the trailing
+		// slashes below are routed, and keyed, without it.
+		{"chi_root_use_after_strip_slashes", keyfunc.RoutePattern(), func(mw func(http.Handler) http.Handler) http.Handler {
+			r := chi.NewRouter()
+			r.Use(chimw.StripSlashes, mw)
 			r.Route("/api/v1", routes)
 			return r
 		}, false},
@@ -96,7 +105,11 @@ func TestRouteKeyBudgetsInEveryLayout(t *testing.T) {
 			if tt.misconfigured {
 				want = []int{http.StatusInternalServerError, http.StatusInternalServerError, http.StatusInternalServerError}
 			}
-			for i, path := range []string{"/api/v1/users/1", "/api/v1/users/2", "/api/v1/orders/7"} {
+			paths := []string{"/api/v1/users/1", "/api/v1/users/2", "/api/v1/orders/7"}
+			if tt.name == "chi_root_use_after_strip_slashes" {
+				paths = []string{"/api/v1/users/1/", "/api/v1/users/2", "/api/v1/orders/7/"}
+			}
+			for i, path := range paths {
 				if got := get(path); got != want[i] {
 					t.Fatalf("GET %s (request %d, limit 1 per route): got %d, want %d", path, i+1, got, want[i])
 				}
