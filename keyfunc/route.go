@@ -55,14 +55,15 @@ func RoutePattern() Func {
 }
 
 // Endpoint returns a Func that keys a request by its method and the full
-// pattern of the route that will serve it, as httprate's KeyByEndpoint
-// does by method and path: "route:GET /api/v1/users/{id}". GET and POST
-// on one route have a budget each. The pattern is found as RoutePattern
-// finds it, with the same errors; a ServeMux pattern that carries its
-// method ("GET /users/{id}") is used as it is. Where the pattern does not
-// bound the method (a ServeMux pattern without one matches any), a method
-// other than the nine of RFC 9110 is keyed "*", so that a client cannot
-// mint budgets by inventing methods.
+// pattern of the route that will serve it: "route:GET /api/v1/users/{id}".
+// It stands for httprate's KeyByEndpoint, which keys by the URL path, so
+// that /users/1 and /users/2 were two budgets; here they are one, and GET
+// and POST on the route a budget each. The pattern is found as
+// RoutePattern finds it, with the same errors; a ServeMux pattern that
+// carries its method ("GET /users/{id}") is used as it is. Where the
+// pattern does not bound the method (a ServeMux pattern without one
+// matches any), a method other than RFC 9110's eight and PATCH is keyed
+// "*", so that a client cannot mint budgets by inventing methods.
 func Endpoint() Func {
 	rt := &route{fn: "Endpoint", method: true}
 	return rt.key
