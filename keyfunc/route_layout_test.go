@@ -152,6 +152,26 @@ func TestRouteKeyInEveryChiLayout(t *testing.T) {
 	}
 }
 
+// TestRouteKeyMountedHandlerIsOneRoute: a handler mounted in chi that is
+// not a chi router is one route to chi, keyed by the mount's pattern, as
+// RoutePattern's doc says.
+func TestRouteKeyMountedHandlerIsOneRoute(t *testing.T) {
+	legacy := http.NewServeMux()
+	legacy.HandleFunc("/legacy/a", func(http.ResponseWriter, *http.Request) {})
+	build := func(mw func(http.Handler) http.Handler) http.Handler {
+		r := chi.NewRouter()
+		r.Use(mw)
+		r.Mount("/legacy", legacy)
+		return r
+	}
+	for _, path := range []string{"/legacy/a", "/legacy/b"} {
+		key, err := keyAt(t, build, RoutePattern(), "GET", path)
+		if want := "route:/legacy/*"; err != nil || key != want {
+			t.Fatalf("GET %s: got key %q, error %v; want %q", path, key, err, want)
+		}
+	}
+}
+
 // TestRouteKeyFollowsRootPathRewrite: a root middleware that rewrites the
 // path chi routes by (StripSlashes sets RoutePath) is followed.
 func TestRouteKeyFollowsRootPathRewrite(t *testing.T) {
