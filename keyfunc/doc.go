@@ -7,8 +7,8 @@
 // resolved must get an answer of its own (the middleware's 400), not fall
 // into one bucket shared by everyone.
 //
-// A key function installed where it can never work (RoutePattern before
-// routing, chikey.ClientIP without chi's ClientIPFrom* middleware) fails
+// A key function installed where it can never work (RoutePattern around
+// a ServeMux, chikey.ClientIP without chi's ClientIPFrom* middleware) fails
 // with an error that also wraps ErrMisconfigured: the middleware answers
 // that with 500 and reports it, since the server, not the client, is at
 // fault.
@@ -20,7 +20,8 @@
 //	                                        ip6:2001:db8:1:2::/64
 //	Header("X-API-Key")                     hdr:X-Api-Key:k-123
 //	Principal(accessor)                     user:42
-//	RoutePattern()                          route:/users/{id}
+//	RoutePattern()                          route:/api/v1/users/{id}
+//	Endpoint()                              route:GET /api/v1/users/{id}
 //	Join(a, b)                              join:11:203.0.113.7,17:route:/users/{id},
 //	First(a, b)                             the key of the first of a, b that resolves
 //	any key over the bound (256 bytes)      sha256:<64 hex digits>
@@ -30,6 +31,14 @@
 // reports one, the client's address otherwise. A user whose id looks like
 // an address still gets "user:203.0.113.7", never the address's budget.
 //
+// Route keys are the full pattern of the route that will serve the
+// request, wherever the limiter sits in a chi router (root r.Use, inside
+// r.Route, r.Group or a mounted sub-router, r.With): RoutePattern and
+// Endpoint ask chi's root router, so a subtree never shares one budget.
+// Inside a ServeMux they read r.Pattern; around one, ServeMuxPattern asks
+// the mux. This is why keyfunc imports chi's root package, which imports
+// only the standard library.
+//
 // Addresses are normalized before they become keys: the port is dropped,
 // IPv4-mapped IPv6 folds to IPv4, as do the IPv6 forms that carry an IPv4
 // client (NAT64 and IPv4-compatible, see RemoteHost), zones are dropped,
@@ -37,10 +46,15 @@
 // one subscriber normally holds, so a client cannot rotate into fresh
 // budgets.
 //
+// A bare address in RemoteAddr ("203.0.113.7", "2001:db8::1"), which
+// chi's RealIP and other middleware that rewrite RemoteAddr leave, is
+// keyed as "host:port" is.
+//
 // Forwarding headers (X-Forwarded-For, Forwarded, X-Real-IP) are honoured
 // only by TrustedProxy, and only when the direct peer is inside the
 // trusted prefixes given at construction; from anyone else they are
-// ignored.
+// ignored. Behind several proxies, give TrustedProxy all their prefixes:
+// it walks X-Forwarded-For from the right past each of them.
 //
 // With chi, package keyfunc/chikey keys by the address chi's ClientIPFrom*
 // middleware resolved; it lives apart because chi's middleware package

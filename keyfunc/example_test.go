@@ -21,7 +21,8 @@ func ExampleRemoteHost() {
 		"[::ffff:203.0.113.7]:443",
 		"[2001:db8:1:2::a]:443",
 		"[2001:db8:1:2::b]:443", // same /64, same key
-		"203.0.113.7",           // no port: no key
+		"203.0.113.7",           // bare, as chi's RealIP leaves it: same key
+		"localhost:80",          // no IP: no key
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.RemoteAddr = addr
@@ -34,7 +35,8 @@ func ExampleRemoteHost() {
 	// [::ffff:203.0.113.7]:443   "203.0.113.7" false
 	// [2001:db8:1:2::a]:443      "ip6:2001:db8:1:2::/64" false
 	// [2001:db8:1:2::b]:443      "ip6:2001:db8:1:2::/64" false
-	// 203.0.113.7                "" true
+	// 203.0.113.7                "203.0.113.7" false
+	// localhost:80               "" true
 }
 
 func ExampleTrustedProxy() {

@@ -78,6 +78,7 @@ func FuzzRemoteAddr(f *testing.F) {
 	for _, s := range []string{
 		"203.0.113.7:52139", "[2001:db8::1]:443", "[fe80::1%eth0]:80", "[::ffff:1.2.3.4]:80",
 		"1.2.3.4", "[::1]", "", "@", "localhost:80", "1.2.3.4:99999", "[1.2.3.4]:80",
+		"2001:db8::1", "[2001:db8::1]", "fe80::1%eth0", "[1.2.3.4]", "[]",
 	} {
 		f.Add(s)
 	}
@@ -95,7 +96,10 @@ func FuzzRemoteAddr(f *testing.F) {
 		checkAddrKey(t, k)
 		// The key depends on the host only: the same host on another port
 		// has the same key.
-		host, _, _ := net.SplitHostPort(remoteAddr)
+		host, _, err := net.SplitHostPort(remoteAddr)
+		if err != nil { // a bare address, bracketed or not
+			host = strings.TrimSuffix(strings.TrimPrefix(remoteAddr, "["), "]")
+		}
 		k2, err := key(&http.Request{RemoteAddr: net.JoinHostPort(host, "1")})
 		if err != nil || k2 != k {
 			t.Fatalf("host %q: port 1 gives %q, %v; want %q", host, k2, err, k)
@@ -274,6 +278,7 @@ func FuzzPlainIPv4(f *testing.F) {
 	for _, s := range []string{
 		"203.0.113.7:52139", "0.0.0.0:0", "255.255.255.255:65535", "01.2.3.4:80", "1.2.3.4:65536",
 		"1.2.3:80", "1.2.3.4.5:80", "256.1.1.1:80", "1..2.3:80", "[::ffff:1.2.3.4]:80", "1.2.3.4:",
+		"203.0.113.7", "1.2.3", "01.2.3.4", "[1.2.3.4]",
 	} {
 		f.Add(s)
 	}

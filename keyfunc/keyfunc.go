@@ -22,15 +22,15 @@ type Func func(r *http.Request) (string, error)
 // Errors reported by this package. Test with errors.Is.
 var (
 	// ErrNoKey is wrapped by every error that means "this request has no
-	// usable key": a RemoteAddr without port or that is not an IP, a
-	// missing or empty header, no principal, no route pattern, a
+	// usable key": a RemoteAddr that is neither host:port nor an IP
+	// address, a missing or empty header, no principal, no route pattern, a
 	// forwarding header that is malformed or names no client.
 	ErrNoKey = errors.New("keyfunc: no key")
 	// ErrMisconfigured is wrapped, together with ErrNoKey, by the errors
 	// of a key function that cannot work where the server installed it:
-	// RoutePattern where no route has matched yet (chi's r.Use on the
-	// root router), chikey.ClientIP with no ClientIPFrom* middleware
-	// before it. No request would ever get a key there, so it is the
+	// RoutePattern or Endpoint where no router can say which route
+	// serves the request (around a ServeMux), chikey.ClientIP with no
+	// ClientIPFrom* middleware before it. No request would ever get a key there, so it is the
 	// server's mistake, not the client's: the middleware answers 500,
 	// not the 400 of a client that could not be identified, and First
 	// does not pass over it.

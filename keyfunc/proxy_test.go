@@ -146,7 +146,12 @@ func TestTrustedProxyPeer(t *testing.T) {
 		{"ipv6_peer_trusted", "[2001:db8:ffff::2]:40000", "198.51.100.9"},
 		{"zoned_peer_checked_without_zone", "[2001:db8:ffff::2%eth0]:40000", "198.51.100.9"},
 		{"peer_outside_prefix", "11.0.0.2:40000", "11.0.0.2"},
-		{"peer_without_port_fails", "10.0.0.2", ""},
+		// A bare peer address (a middleware rewrote RemoteAddr) is a peer
+		// like any other.
+		{"bare_peer_trusted", "10.0.0.2", "198.51.100.9"},
+		{"bare_peer_outside_prefix", "11.0.0.2", "11.0.0.2"},
+		{"peer_not_an_address_fails", "proxy.internal", ""},
+		{"peer_empty_port_fails", "10.0.0.2:", ""},
 	}
 	f := must(t)(TrustedProxy(XForwardedFor, trusted))
 	for _, tt := range tests {

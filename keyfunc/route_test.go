@@ -57,32 +57,34 @@ func TestRoutePattern(t *testing.T) {
 	}
 }
 
-// TestRoutePatternBeforeRouting shows why the limiter must not sit in
-// chi's root r.Use: there the pattern is still empty, and RoutePattern
-// reports it instead of keying every route alike.
+// TestRoutePatternBeforeRouting: in chi's root r.Use the route has not
+// matched yet, and the key is still the pattern of the route chi will
+// serve.
 func TestRoutePatternBeforeRouting(t *testing.T) {
 	f := RoutePattern()
+	var key string
 	var err error
 	r := chi.NewRouter()
 	r.Use(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			_, err = f(req)
+			key, err = f(req)
 			next.ServeHTTP(w, req)
 		})
 	})
 	r.Get("/users/{id}", func(http.ResponseWriter, *http.Request) {})
 	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/users/1", nil))
-	checkKey(t, func(*http.Request) (string, error) { return "", err }, nil, "")
+	checkKey(t, func(*http.Request) (string, error) { return key, err }, nil, "route:/users/{id}")
 }
 
-// TestRoutePatternMisconfigured: an empty pattern is the server's mistake,
-// reported as ErrMisconfigured (and ErrNoKey), so that the middleware can
-// answer 500 rather than blame the client.
+// TestRoutePatternMisconfigured: where no router can say which route
+// serves the request, that is the server's mistake, reported as
+// ErrMisconfigured (and ErrNoKey), so that the middleware can answer 500
+// rather than blame the client.
 func TestRoutePatternMisconfigured(t *testing.T) {
 	f := RoutePattern()
 	chiRoot := func(h http.Handler) http.Handler {
 		r := chi.NewRouter()
-		r.Use(func(http.Handler) http.Handler { return h }) // before routing
+		r.Use(func(next http.Handler) http.Handler { return h }) // before routing
 		r.Get("/users/{id}", func(http.ResponseWriter, *http.Request) {})
 		return r
 	}
@@ -91,13 +93,22 @@ func TestRoutePatternMisconfigured(t *testing.T) {
 		r.With(func(http.Handler) http.Handler { return h }).Get("/users/{id}", func(http.ResponseWriter, *http.Request) {})
 		return r
 	}
+	aroundMux := func(h http.Handler) http.Handler {
+		m := http.NewServeMux()
+		m.HandleFunc("GET /users/{id}", func(http.ResponseWriter, *http.Request) {})
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r) // the limiter, before the mux
+			m.ServeHTTP(w, r)
+		})
+	}
 	tests := []struct {
 		name             string
 		mount            func(http.Handler) http.Handler
 		wantMisconfigure bool
 	}{
-		{"chi_root_use", chiRoot, true},
+		{"chi_root_use", chiRoot, false},
 		{"no_router", func(h http.Handler) http.Handler { return h }, true},
+		{"around_a_servemux", aroundMux, true},
 		{"chi_with_on_the_route", chiRoute, false},
 	}
 	for _, tt := range tests {

@@ -60,7 +60,7 @@
 // rate another middleware charges (once), or on a route that has none.
 //
 // A key function installed where it cannot work (keyfunc.RoutePattern
-// before routing, chikey.ClientIP without chi's ClientIPFrom*) is the
+// around a ServeMux, chikey.ClientIP without chi's ClientIPFrom*) is the
 // server's mistake: 500, reported as Misconfigured; so is a key function
 // that fails for a reason of its own (an error not wrapping
 // keyfunc.ErrNoKey: its database is down): 500, reported as KeyFailed. A request whose

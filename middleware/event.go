@@ -30,7 +30,7 @@ const (
 	KeyError
 	// Misconfigured: the key function cannot work where the server
 	// installed it (its error wraps keyfunc.ErrMisconfigured:
-	// keyfunc.RoutePattern before routing, chikey.ClientIP without a
+	// keyfunc.RoutePattern around a ServeMux, chikey.ClientIP without a
 	// ClientIPFrom* middleware), or the resolver returned a limiter that
 	// cannot be asked, a typed nil (the error wraps ErrMisconfigured).
 	// No limiter was asked; the request was answered by the error

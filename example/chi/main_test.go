@@ -143,18 +143,30 @@ func repeat(c call, n int) []call {
 }
 
 // Installed with r.Use on the root router, a route-pattern key runs before
-// chi has matched the route: every request is refused, the server's
-// mistake (keyfunc.ErrMisconfigured, 500), rather than pooled into one
-// bucket shared by all routes.
-func TestRoutePatternBeforeRoutingIsMisconfigured(t *testing.T) {
-	mw := middleware.MustNew(limiter.MustNew(limiter.MustPolicy("misplaced", limiter.PerMinute(5)),
+// chi has matched the route and still keys by the route chi will serve:
+// two routes have a budget each, and the ids of one route share it.
+func TestRoutePatternOnTheRootRouter(t *testing.T) {
+	mw := middleware.MustNew(limiter.MustNew(limiter.MustPolicy("root-use", limiter.PerMinute(1)),
 		limiter.WithClock(limitertest.New(start))), middleware.WithKey(keyfunc.RoutePattern()))
 	r := chi.NewRouter()
 	r.Use(mw)
-	r.Get("/api/users/{id}", text("user"))
+	r.Route("/api", func(r chi.Router) {
+		r.Get("/users/{id}", text("user"))
+		r.Get("/items/{id}", text("item"))
+	})
 	srv := httptest.NewServer(r)
 	defer srv.Close()
-	if res := do(t, call{method: "GET", path: "/api/users/1"}, srv.URL); res.StatusCode != http.StatusInternalServerError {
-		t.Fatalf("status = %d, want 500", res.StatusCode)
+	for _, c := range []struct {
+		path string
+		want int
+	}{
+		{"/api/users/1", http.StatusOK},
+		{"/api/users/2", http.StatusTooManyRequests},
+		{"/api/items/1", http.StatusOK},
+	} {
+		res := do(t, call{method: "GET", path: c.path}, srv.URL)
+		if res.StatusCode != c.want {
+			t.Fatalf("GET %s: status = %d, want %d", c.path, res.StatusCode, c.want)
+		}
 	}
 }

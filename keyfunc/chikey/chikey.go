@@ -3,6 +3,7 @@ package chikey
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 
@@ -35,7 +36,8 @@ var (
 // keyfunc.ErrNoKey. chi stores nothing both when no ClientIPFrom*
 // middleware ran and when it found no trustworthy address, so the Func
 // tells them apart by the request: with an X-Forwarded-For header or a
-// RemoteAddr that is no IP and port, chi may have refused what the client
+// RemoteAddr that is neither an IP and port nor a bare IP (which chi's
+// RealIP leaves and ClientIPFromRemoteAddr reads), chi may have refused what the client
 // sent (fail-closed on a malformed chain), and the client cannot be
 // identified (400). Otherwise every ClientIPFrom* middleware would have
 // stored an address, unless a trusted proxy left out the header it is
@@ -50,7 +52,7 @@ func ClientIP(opts ...keyfunc.Option) (keyfunc.Func, error) {
 		if _, forwarded := r.Header["X-Forwarded-For"]; forwarded {
 			return netip.Addr{}, errNoTrustworthyIP
 		}
-		if _, err := netip.ParseAddrPort(r.RemoteAddr); err != nil {
+		if !peerIP(r.RemoteAddr) {
 			return netip.Addr{}, errNoTrustworthyIP
 		}
 		return netip.Addr{}, errNoClientIPMiddleware
@@ -59,4 +61,16 @@ func ClientIP(opts ...keyfunc.Option) (keyfunc.Func, error) {
 		return nil, fmt.Errorf("chikey: ClientIP: %w", err)
 	}
 	return f, nil
+}
+
+// peerIP reports whether remoteAddr is an address chi's ClientIPFrom*
+// middlewares read, as they read it: an IP and port, or a bare IP (what
+// chi's RealIP leaves).
+func peerIP(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	_, err = netip.ParseAddr(host)
+	return err == nil
 }

@@ -27,6 +27,7 @@ func TestClientIP(t *testing.T) {
 		want       string // "" means an error wrapping keyfunc.ErrNoKey
 	}{
 		{"from_remote_addr", middleware.ClientIPFromRemoteAddr, "203.0.113.7:1", nil, "203.0.113.7"},
+		{"from_remote_addr_bare", middleware.ClientIPFromRemoteAddr, "203.0.113.7", nil, "203.0.113.7"},
 		{"from_remote_addr_ipv6_zone_dropped", middleware.ClientIPFromRemoteAddr, "[fe80::1%eth0]:1", nil, "ip6:fe80::/64"},
 		{"from_xff_trusted", middleware.ClientIPFromXFF("10.0.0.0/8"), proxyPeer, []string{"X-Forwarded-For", "198.51.100.9"}, "198.51.100.9"},
 		{"from_xff_untrusted_peer", middleware.ClientIPFromXFF("10.0.0.0/8"), "203.0.113.7:1", []string{"X-Forwarded-For", "198.51.100.9"}, "203.0.113.7"},
@@ -121,6 +122,8 @@ func TestClientIPMisconfigured(t *testing.T) {
 		wantMisconfigure bool
 	}{
 		{"no_chi_middleware", none, "203.0.113.7:1", nil, true},
+		// A bare address, as chi's RealIP leaves it, is no client's fault.
+		{"no_chi_middleware_bare_remote_addr", none, "203.0.113.7", nil, true},
 		{"trusted_proxy_sent_no_xff", middleware.ClientIPFromXFF("10.0.0.0/8"), proxyPeer, nil, true},
 		{"xff_garbage_is_the_clients", middleware.ClientIPFromXFF("10.0.0.0/8"), proxyPeer, []string{"X-Forwarded-For", "garbage"}, false},
 		{"no_chi_middleware_but_xff_sent", none, "203.0.113.7:1", []string{"X-Forwarded-For", "198.51.100.9"}, false},
