@@ -27,15 +27,11 @@ import (
 // key after authenticating it, or an attacker mints a fresh budget per
 // request by sending a fresh value.
 func Header(name string, opts ...Option) (Func, error) {
-	if !validToken(name) {
-		return nil, fmt.Errorf("%w: Header: header name %q is not a valid field name", ErrInvalidOption, name)
-	}
-	c, err := newConfig("Header", textKind, opts)
+	key, err := headerKey("Header", name, opts)
 	if err != nil {
 		return nil, err
 	}
 	canon := textproto.CanonicalMIMEHeaderKey(name)
-	prefix := keyform.HeaderKind + canon + ":"
 	return func(r *http.Request) (string, error) {
 		vs := r.Header[canon]
 		switch {
@@ -48,8 +44,31 @@ func Header(name string, opts ...Option) (Func, error) {
 		if v == "" {
 			return "", fmt.Errorf("%w: empty %s header", ErrNoKey, canon)
 		}
-		return bound(prefix+v, c.maxLen, c.hashAll), nil
+		return key(v), nil
 	}, nil
+}
+
+// HeaderKey returns the function that gives the key Header(name, opts...)
+// gives a request whose header name has value v (surrounding spaces
+// removed by the caller, and not empty), for a door that carries the
+// header otherwise than in an http.Request: grpclimit.Metadata keys gRPC
+// metadata with it, so that one API key is one key, hashed or bounded
+// alike, on both doors. Its arguments are checked as Header's are.
+func HeaderKey(name string, opts ...Option) (func(v string) string, error) {
+	return headerKey("HeaderKey", name, opts)
+}
+
+// headerKey is HeaderKey, with fn naming the constructor in errors.
+func headerKey(fn, name string, opts []Option) (func(v string) string, error) {
+	if !validToken(name) {
+		return nil, fmt.Errorf("%w: %s: header name %q is not a valid field name", ErrInvalidOption, fn, name)
+	}
+	c, err := newConfig(fn, textKind, opts)
+	if err != nil {
+		return nil, err
+	}
+	prefix := keyform.HeaderKind + textproto.CanonicalMIMEHeaderKey(name) + ":"
+	return func(v string) string { return bound(prefix+v, c.maxLen, c.hashAll) }, nil
 }
 
 // validToken reports whether s is an RFC 9110 token, the syntax of a

@@ -75,3 +75,43 @@ func TestPrincipal(t *testing.T) {
 		t.Fatalf("Principal(nil): got error %v, want ErrInvalidOption", err)
 	}
 }
+
+// TestHeaderKeyIsHeaders: HeaderKey gives a value the key Header gives a
+// request carrying it, under the same options, and checks its arguments
+// as Header does, naming itself.
+func TestHeaderKeyIsHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"default", nil},
+		{"hashed_values", []Option{WithHashedValues()}},
+		{"max_key_len_80", []Option{WithMaxKeyLen(80)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := Must(Header("x-api-key", tc.opts...))
+			key, err := HeaderKey("x-api-key", tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range []string{"k-123", strings.Repeat("k", 90), strings.Repeat("k", 300)} {
+				want, err := h(&http.Request{Header: http.Header{"X-Api-Key": {v}}})
+				if got := key(v); err != nil || got != want {
+					t.Errorf("HeaderKey(%.10q...) = %q, want Header's %q (%v)", v, got, want, err)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		header string
+		opts   []Option
+	}{
+		{"bad_name", "x api key", nil},
+		{"address_option", "x-api-key", []Option{WithIPv4Prefix(24)}},
+	} {
+		if _, err := HeaderKey(tc.header, tc.opts...); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "HeaderKey") {
+			t.Errorf("%s: HeaderKey: %v, want ErrInvalidOption naming HeaderKey", tc.name, err)
+		}
+	}
+}

@@ -38,7 +38,9 @@
 // The braces make the client key the Redis Cluster hash tag: all windows of
 // one client live in one slot, so one script can decide them together
 // (no CROSSSLOT), while different clients spread over the cluster. Braces
-// and '%' inside client keys are percent-encoded. A key names the policy's
+// and '%' inside client keys are percent-encoded; WithKeyHash puts a
+// keyed hash of the client key there instead, so that no address or API
+// key is stored in clear. A key names the policy's
 // name and one window, never a limit: a limit changed by a deploy or a
 // plan (limiter.Limiter.For) keeps the counts, and two versions of
 // a service side by side count one usage. On the limiter's clock the key

@@ -79,6 +79,7 @@ func (s *Store) checkSlot(req *limiter.SlotRequest) error {
 	case req.Lease < time.Second: // WithInFlightLease's floor
 		return fmt.Errorf("%w: slot lease %v must be ≥ 1s", limiter.ErrInvalidOption, req.Lease)
 	}
+	req.Key = s.clientKey(req.Key)
 	return nil
 }
 
@@ -173,7 +174,7 @@ func (s *Store) ReleaseSlot(ctx context.Context, req limiter.SlotRequest, sl lim
 			return nil
 		}
 		fr := req
-		fr.Max = sl.Max
+		fr.Key, fr.Max = s.clientKey(req.Key), sl.Max
 		return s.fallback.ReleaseSlot(ctx, fr, limiter.Slot{Acquired: true, Max: sl.Max})
 	}
 	hs := s.held.remove(sl.Token)

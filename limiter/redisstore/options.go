@@ -93,6 +93,8 @@ type config struct {
 	acks            int           // WithReplicaAcks: replicas to wait for, 0 for none
 	ackTimeout      time.Duration //
 	acksSet         bool          // WithReplicaAcks given, for New to check
+	hashSecret      []byte        // WithKeyHash's secret
+	hashSet         bool          // WithKeyHash given, for New to check
 }
 
 func defaults() config {

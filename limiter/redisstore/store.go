@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/keyhash"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/redis/go-redis/v9"
 )
@@ -49,6 +50,7 @@ type Store struct {
 	skew atomic.Int64
 
 	fallback   *limiter.MemoryStore        // WithFailLocal only
+	hasher     *keyhash.Hasher             // WithKeyHash only
 	fbPolicies policyMemo[*limiter.Policy] // each policy at limit/divisor
 
 	// replyHook, when set by a test, runs between a decision's round trip
@@ -141,7 +143,11 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if err := checkContextTimeout(client); err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, cfg: cfg}
+	hasher, err := newHasher(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{client: client, cfg: cfg, hasher: hasher}
 	s.cache = newOverLimit(cfg.cacheSize, cfg.clock == serverClock, &s.keys)
 	s.leases = newLeases(cfg.lease, defaultLeaseKeys, cfg.clock == serverClock, &s.keys)
 	s.path = cfg.path
@@ -281,6 +287,7 @@ func (s *Store) check(req *limiter.Request) error {
 	case req.Key == "":
 		return limiter.ErrInvalidKey
 	}
+	req.Key = s.clientKey(req.Key)
 	return nil
 }
 
@@ -512,6 +519,7 @@ func (s *Store) Reset(ctx context.Context, key string, p *limiter.Policy, now ti
 	case key == "":
 		return limiter.ErrInvalidKey
 	}
+	key = s.clientKey(key)
 	s.cache.forget(p, key)
 	s.leases.forget(p, key)
 	pk := s.keys.get(p)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/keyhash"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
@@ -48,7 +49,12 @@ type Config struct {
 	// List, if set, returns the keys that start with prefix, for the
 	// page to list the first 100 of. Stores keep no index of keys: a
 	// service lists them from where it knows its customers. Nil: the
-	// console lists no key, and a key is found by typing it.
+	// console lists no key, and a key is found by typing it. Under
+	// redisstore.WithKeyHash, Redis holds only keyed hashes of the keys,
+	// which no prefix finds and the console cannot look up: a List that
+	// returns one (a key starting "hmac:", as a SCAN of Redis would) is
+	// refused with an error saying so; list the clear keys from the
+	// service's own records, and each is then found by its clear key.
 	List func(ctx context.Context, prefix string) ([]string, error)
 	// CSRFSecret keys the CSRF tokens: at least 32 bytes. Default: 32
 	// random bytes drawn by New, so that tokens hold while the process
@@ -277,6 +283,8 @@ func (h *handler) listKeys(r *http.Request, who string) (keys []string, more boo
 		cancel()
 		if err != nil {
 			err = fmt.Errorf("console: list: %w", err)
+		} else if err = hashedKeys(keys); err != nil {
+			keys = nil
 		}
 	}
 	ev.Err = err
@@ -285,6 +293,19 @@ func (h *handler) listKeys(r *http.Request, who string) (keys []string, more boo
 		keys, more = keys[:maxListed], true
 	}
 	return keys, more, err
+}
+
+// hashedKeys reports a listing of keys a store hashed
+// (redisstore.WithKeyHash), which the console would hash again and never
+// find.
+func hashedKeys(keys []string) error {
+	for _, k := range keys {
+		if strings.HasPrefix(k, keyhash.Kind) {
+			return errors.New("console: list: Config.List returned hashed keys (" + keyhash.Kind + "..., as redisstore.WithKeyHash stores them), " +
+				"which cannot be looked up: list the clear keys from the service's own records")
+		}
+	}
+	return nil
 }
 
 // change answers POST reset and POST refund. It acts only on a request

@@ -37,7 +37,9 @@
 //     or the handler under WithFailOpen;
 //   - the caller's context is done: CANCELED (DEADLINE_EXCEEDED for a
 //     deadline), with or without WithFailOpen;
-//   - no key (keyfunc.ErrNoKey): INVALID_ARGUMENT; a key function that is
+//   - no key (keyfunc.ErrNoKey): INVALID_ARGUMENT, or the status
+//     WithKeyErrorHandler chooses (UNAUTHENTICATED), never the failure
+//     policy's; a key function that is
 //     misconfigured or fails otherwise, or a resolver's typed nil:
 //     INTERNAL (WithErrorHandler answers these, and UNAVAILABLE, as the
 //     HTTP middleware's answers its 500s).

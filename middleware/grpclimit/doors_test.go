@@ -22,7 +22,7 @@ import (
 // way but alike, and a client's HTTP requests and gRPC calls, taken in
 // turn, spend one budget: L in all, then both doors refuse. Keyed by
 // address (the defaults: keyfunc.RemoteHost and PeerHost) and by API key
-// (keyfunc.Header and Metadata).
+// (keyfunc.Header and Metadata), with and without their options.
 func TestOneBudgetForBothDoors(t *testing.T) {
 	const limit = 4
 	for _, tt := range []struct {
@@ -33,6 +33,10 @@ func TestOneBudgetForBothDoors(t *testing.T) {
 	}{
 		{"by_address", must(t)(keyfunc.RemoteHost()), grpclimit.PeerHost(), nil},
 		{"by_api_key", must(t)(keyfunc.Header("X-API-Key")), grpclimit.Must(grpclimit.Metadata("x-api-key")), []string{"x-api-key", "k-1"}},
+		{"by_hashed_api_key", must(t)(keyfunc.Header("X-API-Key", keyfunc.WithHashedValues())),
+			grpclimit.Must(grpclimit.Metadata("x-api-key", keyfunc.WithHashedValues())), []string{"x-api-key", "k-1"}},
+		{"by_long_api_key", must(t)(keyfunc.Header("X-API-Key", keyfunc.WithMaxKeyLen(80))),
+			grpclimit.Must(grpclimit.Metadata("x-api-key", keyfunc.WithMaxKeyLen(80))), []string{"x-api-key", strings.Repeat("k", 90)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, _ := newLimiter(t, limiter.MustPolicy("shared", limiter.PerMinute(limit)), noon30)

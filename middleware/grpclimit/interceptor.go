@@ -58,6 +58,7 @@ type Interceptor struct {
 	cost      func(ctx context.Context, fullMethod string) int64
 	lookup    func(ctx context.Context, fullMethod string) (*limiter.Plan, string, error) // WithPlans
 	onError   func(ctx context.Context, fullMethod string, err error) error
+	onKey     func(ctx context.Context, fullMethod string, err error) error // WithKeyErrorHandler
 	observe   func(middleware.Event)
 	md        *headers.Writer // the metadata writer: lower-case names
 	mdOnAllow bool            // md writes something on an admission
@@ -152,6 +153,7 @@ func build(l middleware.Limiter, opts []Option) (*Interceptor, error) {
 		cost:    c.cost,
 		lookup:  c.lookup,
 		onError: c.onError,
+		onKey:   c.onKey,
 		observe: c.observe,
 		limits:  verdict.Limits{Shadow: c.shadow, FailOpen: c.failOpen, Refunds: len(c.caps) > 0},
 
@@ -479,6 +481,11 @@ func (ic *Interceptor) keyFailed(ctx context.Context, method string, p *limiter.
 		ic.observe(middleware.Event{Request: stand(&req, ctx, method), Policy: p, Outcome: outcome, Err: err})
 	}
 	if outcome == middleware.KeyError {
+		if ic.onKey != nil {
+			if a := ic.onKey(ctx, method, err); a != nil {
+				return a
+			}
+		}
 		return answer
 	}
 	return ic.failed(ctx, method, err, answer)

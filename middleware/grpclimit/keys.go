@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/textproto"
 	"strings"
 
 	"google.golang.org/grpc/metadata"
@@ -79,6 +78,13 @@ var errNoPeer = fmt.Errorf("%w: no peer in the call's context", keyfunc.ErrNoKey
 // bytes are hashed. A call without the entry, with an empty value, or
 // with the entry given more than once has no key (keyfunc.ErrNoKey).
 //
+// opts are keyfunc.Header's (keyfunc.WithHashedValues,
+// keyfunc.WithMaxKeyLen), and give the key keyfunc.Header gives with
+// them: Metadata("x-api-key", keyfunc.WithHashedValues()) and
+// keyfunc.Header("X-API-Key", keyfunc.WithHashedValues()) key one client
+// alike. An option that does not apply to text (an address prefix) is an
+// error wrapping ErrInvalidOption and keyfunc.ErrInvalidOption.
+//
 // name is case-insensitive, as metadata names are; it must be a valid
 // metadata name (letters, digits, '-', '_', '.') that does not end in
 // "-bin" (a binary entry is no text key) and does not start with "grpc-"
@@ -88,7 +94,7 @@ var errNoPeer = fmt.Errorf("%w: no peer in the call's context", keyfunc.ErrNoKey
 // The entry is only as trustworthy as whatever checks it: key by an API
 // key after authenticating it, or a client mints a fresh budget per call
 // by sending a fresh value.
-func Metadata(name string) (KeyFunc, error) {
+func Metadata(name string, opts ...keyfunc.Option) (KeyFunc, error) {
 	lower := strings.ToLower(name)
 	switch {
 	case !validMetadataName(lower):
@@ -98,7 +104,10 @@ func Metadata(name string) (KeyFunc, error) {
 	case strings.HasPrefix(lower, "grpc-"):
 		return nil, fmt.Errorf("%w: Metadata: %q is reserved for gRPC", ErrInvalidOption, name)
 	}
-	prefix := keyform.HeaderKind + textproto.CanonicalMIMEHeaderKey(lower) + ":"
+	key, err := keyfunc.HeaderKey(lower, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Metadata(%q): %w", ErrInvalidOption, name, err)
+	}
 	return func(ctx context.Context, _ string) (string, error) {
 		md, _ := metadata.FromIncomingContext(ctx)
 		vs := md[lower]
@@ -112,7 +121,7 @@ func Metadata(name string) (KeyFunc, error) {
 		if v == "" {
 			return "", fmt.Errorf("%w: empty %s metadata", keyfunc.ErrNoKey, lower)
 		}
-		return keyform.Bound(prefix+v, keyform.DefaultMaxLen, false), nil
+		return key(v), nil
 	}, nil
 }
 

@@ -71,16 +71,30 @@ func TestPeerHostKeysAsRemoteHost(t *testing.T) {
 }
 
 // TestMetadataKeysAsHeader: a metadata entry's key is the key
-// keyfunc.Header gives the header of that name.
+// keyfunc.Header gives the header of that name, under the same options.
 func TestMetadataKeysAsHeader(t *testing.T) {
-	header := must(t)(keyfunc.Header("X-API-Key"))
 	long := strings.Repeat("k", 300)
-	for _, v := range []string{"k-123", "  k-123 ", long} {
-		want, err := header(&http.Request{Header: http.Header{"X-Api-Key": {v}}})
-		if err != nil {
-			t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		opts []keyfunc.Option
+	}{
+		{"default", nil},
+		{"hashed_values", []keyfunc.Option{keyfunc.WithHashedValues()}},
+		{"max_key_len_80", []keyfunc.Option{keyfunc.WithMaxKeyLen(80)}},
+	} {
+		header := must(t)(keyfunc.Header("X-API-Key", tc.opts...))
+		for _, v := range []string{"k-123", "  k-123 ", strings.Repeat("k", 90), long} {
+			want, err := header(&http.Request{Header: http.Header{"X-Api-Key": {v}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkKey(t, grpclimit.Must(grpclimit.Metadata("X-API-Key", tc.opts...)), withMetadata("x-api-key", v), want)
 		}
-		checkKey(t, grpclimit.Must(grpclimit.Metadata("X-API-Key")), withMetadata("x-api-key", v), want)
+	}
+	for _, opt := range []keyfunc.Option{keyfunc.WithIPv4Prefix(24), keyfunc.WithMaxKeyLen(10), nil} {
+		if _, err := grpclimit.Metadata("x-api-key", opt); !errors.Is(err, grpclimit.ErrInvalidOption) || !errors.Is(err, keyfunc.ErrInvalidOption) {
+			t.Errorf("Metadata with a bad option: %v, want grpclimit's and keyfunc's ErrInvalidOption", err)
+		}
 	}
 	f := grpclimit.Must(grpclimit.Metadata("x-api-key"))
 	for _, tt := range []struct {

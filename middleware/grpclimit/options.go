@@ -33,6 +33,7 @@ type config struct {
 	declared []*limiter.Plan                                                             // WithDeclaredPlans
 	declOn   bool
 	onError  func(ctx context.Context, fullMethod string, err error) error
+	onKey    func(ctx context.Context, fullMethod string, err error) error // WithKeyErrorHandler
 	failOpen bool
 	shadow   bool
 	observe  func(middleware.Event)
@@ -56,6 +57,7 @@ const (
 	givenMaxPushback
 	givenPlans
 	givenErrorHandler
+	givenKeyErrorHandler
 )
 
 // The bounds of WithMaxPushback. The default is the longest wait of a
@@ -82,6 +84,7 @@ func (c *config) check() error {
 		{givenHeaders, c.headers == nil, "WithHeaders", "writer"},
 		{givenPlans, c.lookup == nil, "WithPlans", "lookup"},
 		{givenErrorHandler, c.onError == nil, "WithErrorHandler", "handler"},
+		{givenKeyErrorHandler, c.onKey == nil, "WithKeyErrorHandler", "handler"},
 	}
 	for _, n := range nils {
 		if c.given&n.g != 0 && n.isNil {
@@ -286,10 +289,26 @@ func WithInFlight(f *limiter.InFlight, key KeyFunc) Option {
 // 500. f's result is the call's answer (a nil result keeps the default);
 // err may carry internal detail (addresses, keys): log it, and never send
 // it to the client. A call whose client left is answered CANCELED (or
-// DEADLINE_EXCEEDED) without f, and one with no key INVALID_ARGUMENT:
+// DEADLINE_EXCEEDED) without f, and one with no key INVALID_ARGUMENT
+// (or WithKeyErrorHandler's answer):
 // the client's doing.
 func WithErrorHandler(f func(ctx context.Context, fullMethod string, err error) error) Option {
 	return func(c *config) { c.onError, c.given = f, c.given|givenErrorHandler }
+}
+
+// WithKeyErrorHandler replaces the answer to a call whose key could not
+// be resolved: a key function's error, or a plan lookup's (WithPlans),
+// that wraps keyfunc.ErrNoKey (or an empty key), INVALID_ARGUMENT by
+// default, as the HTTP middleware's WithKeyErrorHandler replaces its 400.
+// f's result is the call's answer, a status error of the service's
+// choosing: UNAUTHENTICATED for an unknown or missing API key,
+// PERMISSION_DENIED for a key that may not call; a nil result keeps the
+// default. Such a call is never the failure policy's: nothing is
+// charged, and the handler does not run even under WithFailOpen. A key
+// function that fails for another reason goes to WithErrorHandler. err
+// may carry the key: log it, and never send it to the client.
+func WithKeyErrorHandler(f func(ctx context.Context, fullMethod string, err error) error) Option {
+	return func(c *config) { c.onKey, c.given = f, c.given|givenKeyErrorHandler }
 }
 
 // WithExempt passes the calls for which f reports true straight to the

@@ -44,6 +44,7 @@ func TestNewRefuses(t *testing.T) {
 		{"nil_cost", l, []grpclimit.Option{grpclimit.WithCost(nil)}, "WithCost(nil)"},
 		{"nil_observer", l, []grpclimit.Option{grpclimit.WithObserver(nil)}, "WithObserver(nil)"},
 		{"nil_headers", l, []grpclimit.Option{grpclimit.WithHeaders(nil)}, "WithHeaders(nil)"},
+		{"nil_key_error_handler", l, []grpclimit.Option{grpclimit.WithKeyErrorHandler(nil)}, "WithKeyErrorHandler(nil)"},
 		{"extra_nil_limiter", l, []grpclimit.Option{grpclimit.WithLimiter(nil, grpclimit.PeerHost())}, "WithLimiter (limiter 1)"},
 		{"extra_nil_key", l, []grpclimit.Option{grpclimit.WithLimiter(l, nil)}, "key function is nil"},
 		{"too_many_limiters", l, []grpclimit.Option{
