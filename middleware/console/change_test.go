@@ -136,8 +136,8 @@ func TestChangesNeedTokenAndOrigin(t *testing.T) {
 				if fx.used(t, "acme") != 1 {
 					t.Fatal("a refused change changed the key")
 				}
-				if ev := fx.takeEvents(); len(ev) != 1 || ev[0].Action != action || ev[0].Err == nil || ev[0].Who != admin && tc.name != "another_persons_token" {
-					t.Fatalf("events %+v, want one refused %s", ev, action)
+				if ev := fx.takeEvents(); len(ev) != 1 || ev[0].Action != action || ev[0].Err == nil || ev[0].Who != admin && tc.name != "another_persons_token" || ev[0].Key != "acme" || ev[0].Reason != "" {
+					t.Fatalf("events %+v, want one refused %s naming the key it aimed at", ev, action)
 				}
 				if err := fx.api.Reset(context.Background(), "acme"); err != nil {
 					t.Fatal(err)

@@ -153,6 +153,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	case post && r.Method != http.MethodPost:
+		// A GET of a change is the classic forgery (an <img> of
+		// ./reset?key=K): refused, and the audit trail hears of it with
+		// the key it aimed at.
+		ev := Event{At: h.clock.Now(), Who: who, Action: name, Request: r,
+			Err: &refusal{http.StatusMethodNotAllowed, "console: " + name + " must be a POST, not a " + r.Method}}
+		if key, err := carriedKey(r.URL.Query()); err == nil && checkKey("key", key) == nil {
+			ev.Key = key
+		}
+		h.observe(ev)
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
@@ -230,8 +239,11 @@ func (h *handler) usage(w http.ResponseWriter, r *http.Request, who string) {
 // queryKey returns the key r's query asks about; a bad one it answers
 // as JSON (400, saying why) and tells the observer of, as action.
 func (h *handler) queryKey(w http.ResponseWriter, r *http.Request, who, action string) (string, bool) {
-	key := r.URL.Query().Get("key")
-	if err := checkKey("key", key); err != nil {
+	key, err := carriedKey(r.URL.Query())
+	if err == nil {
+		err = checkKey("key", key)
+	}
+	if err != nil {
 		h.observe(Event{At: h.clock.Now(), Who: who, Action: action, Err: err, Request: r})
 		writeError(w, err)
 		return "", false
@@ -268,9 +280,9 @@ func (h *handler) keys(w http.ResponseWriter, r *http.Request, who string) {
 // listKeys asks Config.List for the keys of r's prefix, the first
 // maxListed of them, and tells the observer.
 func (h *handler) listKeys(r *http.Request, who string) (keys []string, more bool, err error) {
-	prefix := r.URL.Query().Get("prefix")
+	var prefix string
 	ev := Event{At: h.clock.Now(), Who: who, Action: "list", Request: r}
-	if err = checkKey("prefix", prefix); err == nil {
+	if prefix, err = okPrefix(r); err == nil {
 		ev.Key = prefix
 		ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 		keys, err = h.list(ctx, prefix)
@@ -287,6 +299,12 @@ func (h *handler) listKeys(r *http.Request, who string) (keys []string, more boo
 	return keys, more, err
 }
 
+// okPrefix returns r's prefix to list, or why it is refused.
+func okPrefix(r *http.Request) (string, error) {
+	prefix := r.URL.Query().Get("prefix")
+	return prefix, checkKey("prefix", prefix)
+}
+
 // change answers POST reset and POST refund. It acts only on a request
 // from the console's origin (Sec-Fetch-Site, or Origin against Host)
 // that carries the token of the person Authorize named, with a good key
@@ -299,7 +317,10 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action str
 	ev := Event{At: h.clock.Now(), Who: who, Action: action, Request: r}
 	c, err := h.admit(w, r, who, refund)
 	if checkKey("key", c.Key) == nil {
-		ev.Key, ev.Reason = c.Key, c.Reason
+		ev.Key = c.Key
+	}
+	if ev.Key != "" && errorStatus(err) != http.StatusForbidden {
+		ev.Reason = c.Reason
 		if refund {
 			ev.Policy, ev.Amount = c.Policy, c.Amount
 		}
@@ -341,14 +362,17 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action str
 // body is believed.
 func (h *handler) admit(w http.ResponseWriter, r *http.Request, who string, refund bool) (change, error) {
 	if err := h.origin.Check(r); err != nil {
-		return change{}, &refusal{http.StatusForbidden, "console: refused a request from another origin: " + err.Error()}
+		// Read, not believed: only for the audit trail to name the key
+		// a forgery aimed at.
+		c, _ := readChange(w, r, refund)
+		return change{Key: c.Key}, &refusal{http.StatusForbidden, "console: refused a request from another origin: " + err.Error()}
 	}
 	c, err := readChange(w, r, refund)
 	if err != nil {
 		return change{}, err
 	}
 	if !h.validToken(who, c.token) {
-		return change{}, &refusal{http.StatusForbidden, "console: missing or invalid CSRF token"}
+		return change{Key: c.Key}, &refusal{http.StatusForbidden, "console: missing or invalid CSRF token"}
 	}
 	return c, c.check(refund)
 }

@@ -257,6 +257,12 @@ func TestMethods(t *testing.T) {
 			if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != tc.allow {
 				t.Fatalf("status %d, Allow %q; want 405, %q", w.Code, w.Header().Get("Allow"), tc.allow)
 			}
+			// A change asked with the wrong method (an <img> forgery) is
+			// audited with the key it aimed at.
+			ev := fx.takeEvents()
+			if change := tc.allow == "POST"; change && (len(ev) != 1 || ev[0].Action != tc.name[len("get_"):] || ev[0].Key != "acme" || ev[0].Err == nil) {
+				t.Fatalf("events %+v, want one refused change of acme", ev)
+			}
 		})
 	}
 	if w := fx.get("/admin/limits/nothing"); w.Code != http.StatusNotFound {

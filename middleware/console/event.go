@@ -25,13 +25,16 @@ type Event struct {
 	Action string
 	// Key is the key acted on, or for a list the prefix asked for. It is
 	// empty when the key given was refused as bad input (empty, longer
-	// than 4 KiB, not UTF-8), and for a forbidden request.
+	// than 4 KiB, not UTF-8), and for a forbidden request. A change
+	// refused as a forgery (another origin, no token, a GET) names the
+	// key it aimed at.
 	Key string
 	// Policy and Amount are a refund's: the limiter's policy name and
 	// the units asked back.
 	Policy string
 	Amount int64
-	// Reason is the reason given for a reset or a refund.
+	// Reason is the reason given for a reset or a refund; empty for one
+	// refused as a forgery.
 	Reason string
 	// Err is nil when the action was done, else why not: bad input, a
 	// request from another origin or without its CSRF token, a refund

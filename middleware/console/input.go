@@ -59,6 +59,8 @@ type change struct {
 	// bad is why a form's amount is no number: reported by check, once
 	// the token has been checked.
 	bad error
+	// badKey is why a form's key64 is no key: reported by check.
+	badKey error
 }
 
 // isJSON reports whether r's body is JSON (a script's), not a form.
@@ -90,7 +92,8 @@ func readChange(w http.ResponseWriter, r *http.Request, refund bool) (change, er
 			return c, bodyError(err)
 		}
 		f := r.PostForm
-		c.Key, c.Reason, c.Policy, c.token = f.Get("key"), f.Get("reason"), f.Get("policy"), f.Get("csrf_token")
+		c.Key, c.badKey = carriedKey(f)
+		c.Reason, c.Policy, c.token = f.Get("reason"), f.Get("policy"), f.Get("csrf_token")
 		if a := f.Get("amount"); refund {
 			n, err := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
 			if err != nil {
@@ -117,6 +120,9 @@ func bodyError(err error) error {
 // check refuses a change with a bad key, no reason, or (for a refund) an
 // amount under 1 or no policy.
 func (c *change) check(refund bool) error {
+	if c.badKey != nil {
+		return c.badKey
+	}
 	if err := checkKey("key", c.Key); err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 //go:embed assets
 var assets embed.FS
 
-var pageTemplate = template.Must(template.ParseFS(assets, "assets/console.html"))
+var pageTemplate = template.Must(template.New("console.html").Funcs(template.FuncMap{"key64": key64}).ParseFS(assets, "assets/console.html"))
 
 // pageData is what the page shows: a key's report, or the form to look
 // one up, and a listing when the service gave a lister.
@@ -56,7 +56,11 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, who string) {
 		d.Key, d.Report = key, h.lookup(r, who, "lookup", key)
 		status = reportStatus(d.Report)
 	case h.list != nil:
-		d.Prefix = q.Get("prefix")
+		// A refused prefix is not echoed: it may be 4 KiB and more,
+		// or not UTF-8 in a UTF-8 page.
+		if p, err := okPrefix(r); err == nil {
+			d.Prefix = p
+		}
 		var err error
 		if d.Keys, d.More, err = h.listKeys(r, who); err != nil {
 			d.Problem, status = err.Error(), errorStatus(err)

@@ -27,6 +27,13 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string) {
 	if !ok {
 		return
 	}
+	if r.Method == http.MethodHead {
+		// A HEAD gets the stream's headers and no stream: nothing is
+		// read, and the connection is free for its next request.
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	rc := http.NewResponseController(w)
 	// The deadline set per write stays on the connection, which may
 	// serve other requests after the stream: take it off at the end.

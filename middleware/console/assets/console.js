@@ -15,7 +15,7 @@
       return v === undefined || v === null ? undefined : v[k];
     }, obj);
   }
-  var source = new EventSource("events?key=" + encodeURIComponent(usage.dataset.key));
+  var source = new EventSource("events?key64=" + encodeURIComponent(usage.dataset.key64));
   source.addEventListener("usage", function (e) {
     var report = JSON.parse(e.data);
     var stale = false;

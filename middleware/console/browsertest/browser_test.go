@@ -336,13 +336,13 @@ func TestMarkupKeyRendersAsText(t *testing.T) {
 		String(document.scripts.length),
 		document.title,
 		document.querySelector("#key").value,
-		document.querySelector("#usage").dataset.key,
+		atob(document.querySelector("#usage").dataset.key64.replace(/-/g, "+").replace(/_/g, "/")),
 		String(document.querySelectorAll("#usage script, main script").length)]`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"1", xss + " · Rate limits", xss, xss, "0"}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("scripts, title, input, data-key, scripts in main: %q, want %q", got, want)
+		t.Fatalf("scripts, title, input, data-key64, scripts in main: %q, want %q", got, want)
 	}
 	select {
 	case m := <-dialog:
