@@ -320,7 +320,9 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action str
 		ev.Key = c.Key
 	}
 	if ev.Key != "" && errorStatus(err) != http.StatusForbidden {
-		ev.Reason = c.Reason
+		if reason := strings.TrimSpace(c.Reason); checkReason(reason) == nil {
+			ev.Reason = reason // never one that could forge a line of the audit log
+		}
 		if refund {
 			ev.Policy, ev.Amount = c.Policy, c.Amount
 		}

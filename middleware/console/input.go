@@ -127,13 +127,10 @@ func (c *change) check(refund bool) error {
 		return err
 	}
 	c.Reason = strings.TrimSpace(c.Reason)
+	if err := checkReason(c.Reason); err != nil {
+		return err
+	}
 	switch {
-	case c.Reason == "":
-		return badInput("console: a reason is required")
-	case len(c.Reason) > maxReason:
-		return badInput("console: reason is %d bytes, more than %d", len(c.Reason), maxReason)
-	case !utf8.ValidString(c.Reason):
-		return badInput("console: reason is not valid UTF-8")
 	case !refund:
 		return nil
 	case c.bad != nil:
@@ -142,6 +139,25 @@ func (c *change) check(refund bool) error {
 		return badInput("console: refund amount %d: must be at least 1", c.Amount)
 	case c.Policy == "":
 		return badInput("console: a refund names the policy to refund")
+	}
+	return nil
+}
+
+// checkReason refuses a reason that is empty, over 1 KiB, not UTF-8, or
+// that holds a control or invisible character: an audit log writes the
+// reason on a line of its own, which a line break would forge the next
+// line of, and a bidi override reorder.
+func checkReason(reason string) error {
+	switch {
+	case reason == "":
+		return badInput("console: a reason is required")
+	case len(reason) > maxReason:
+		return badInput("console: reason is %d bytes, more than %d", len(reason), maxReason)
+	case !utf8.ValidString(reason):
+		return badInput("console: reason is not valid UTF-8")
+	case strings.ContainsFunc(reason, hidden):
+		r := []rune(reason[strings.IndexFunc(reason, hidden):])[0]
+		return badInput("console: reason has a control or invisible character (U+%04X): write it on one line, in plain text", r)
 	}
 	return nil
 }

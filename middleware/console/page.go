@@ -15,7 +15,7 @@ import (
 //go:embed assets
 var assets embed.FS
 
-var pageTemplate = template.Must(template.New("console.html").Funcs(template.FuncMap{"key64": key64}).ParseFS(assets, "assets/console.html"))
+var pageTemplate = template.Must(template.New("console.html").Funcs(template.FuncMap{"key64": key64, "shown": shown, "shownText": shownText}).ParseFS(assets, "assets/console.html"))
 
 // pageData is what the page shows: a key's report, or the form to look
 // one up, and a listing when the service gave a lister.
