@@ -119,7 +119,7 @@ func TestChangesNeedTokenAndOrigin(t *testing.T) {
 		want  string
 	}{
 		{"no_token", "", nil, "missing or invalid CSRF token"},
-		{"wrong_token", "AAAA" + token[4:], nil, "missing or invalid CSRF token"},
+		{"wrong_token", token[:len(token)-4] + "AAAA", nil, "missing or invalid CSRF token"},
 		{"another_persons_token", token, []string{"X-Test-Who", "mallory"}, "missing or invalid CSRF token"},
 		{"cross_site", token, []string{"Sec-Fetch-Site", "cross-site"}, "another origin"},
 		{"same_site_other_origin", token, []string{"Sec-Fetch-Site", "same-site"}, "another origin"},

@@ -50,7 +50,8 @@ type Config struct {
 	// service lists them from where it knows its customers. Nil: the
 	// console lists no key, and a key is found by typing it.
 	List func(ctx context.Context, prefix string) ([]string, error)
-	// CSRFSecret keys the CSRF tokens: at least 32 bytes. Default: 32
+	// CSRFSecret keys the CSRF tokens, which rotate every hour by the
+	// console's clock and are taken for two at most: at least 32 bytes. Default: 32
 	// random bytes drawn by New, so that tokens hold while the process
 	// lives. Replicas behind one balancer need one secret, or a page one
 	// served is refused by another.
@@ -69,7 +70,7 @@ const (
 // handler is the console; New builds it.
 type handler struct {
 	authorize func(*http.Request) (string, bool)
-	observe   func(Event)
+	observer  func(Event)
 	list      func(context.Context, string) ([]string, error)
 	src       source
 	clock     limiter.Clock
@@ -114,7 +115,7 @@ func New(cfg Config) (http.Handler, error) {
 		}
 	}
 	h := &handler{
-		authorize: cfg.Authorize, observe: cfg.Observe, list: cfg.List,
+		authorize: cfg.Authorize, observer: cfg.Observe, list: cfg.List,
 		src:    source{limiters: cfg.Limiters, caps: cfg.Caps, plan: cfg.Plan},
 		secret: cfg.CSRFSecret, origin: http.NewCrossOriginProtection(),
 	}
@@ -184,6 +185,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// observe tells the observer of e, without the request's CSRF token.
+func (h *handler) observe(e Event) {
+	e.Request = withoutToken(e.Request)
+	h.observer(e)
+}
+
 // secure sets the headers every answer carries: a content security
 // policy that runs the console's own script and style sheet and nothing
 // else (no inline script, no other origin, no framing), no sniffing, no
@@ -232,7 +239,7 @@ func (h *handler) usage(w http.ResponseWriter, r *http.Request, who string) {
 		return
 	}
 	rep := h.lookup(r, who, "lookup", key)
-	rep.CSRFToken = h.token(who)
+	rep.CSRFToken = h.token(who, h.clock.Now())
 	writeJSON(w, reportStatus(rep), rep)
 }
 
@@ -343,7 +350,7 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action str
 		writeError(w, err)
 	case wantsJSON(r):
 		rep := h.lookup(r, who, "lookup", c.Key)
-		rep.CSRFToken, rep.Done = h.token(who), action
+		rep.CSRFToken, rep.Done = h.token(who, h.clock.Now()), action
 		writeJSON(w, reportStatus(rep), rep)
 	case errorStatus(err) == http.StatusForbidden:
 		http.Error(w, err.Error(), http.StatusForbidden) // a forged request gets no page
@@ -373,7 +380,7 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, who string, refu
 	if err != nil {
 		return change{}, err
 	}
-	if !h.validToken(who, c.token) {
+	if !h.validToken(who, c.token, h.clock.Now()) {
 		return change{Key: c.Key}, &refusal{http.StatusForbidden, "console: missing or invalid CSRF token"}
 	}
 	return c, c.check(refund)

@@ -42,6 +42,8 @@ type Event struct {
 	// some limiters but not others has the first failure.
 	Err error
 	// Request is the request that asked: its remote address, its
-	// headers.
+	// headers. It never carries the CSRF token: a request that had one
+	// (the X-CSRF-Token header, a form's csrf_token) is given as a copy
+	// without it.
 	Request *http.Request
 }

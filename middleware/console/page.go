@@ -72,7 +72,7 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, who string) {
 // render writes the page with status. It renders into a buffer first,
 // so that a template error is a 500, not half a page.
 func (h *handler) render(w http.ResponseWriter, r *http.Request, who string, d pageData, status int) {
-	d.Token, d.CanList = h.token(who), h.list != nil
+	d.Token, d.CanList = h.token(who, h.clock.Now()), h.list != nil
 	if d.Report != nil && d.Report.Failed && d.Problem == "" {
 		d.Problem = "A store could not be read: the limits it keeps are not shown (the reason is beside each)."
 	}

@@ -46,6 +46,9 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string) {
 	defer tick.Stop()
 	rep := h.lookup(r, who, "watch", key)
 	for {
+		// The current token, for the page's forms: it rotates while
+		// the page is open.
+		rep.CSRFToken = h.token(who, h.clock.Now())
 		b, err := json.Marshal(rep)
 		if err != nil {
 			return

@@ -32,6 +32,11 @@
         el.textContent = String(v);
       }
     });
+    if (report.csrf_token) {
+      document.querySelectorAll('input[name="csrf_token"]').forEach(function (el) {
+        el.value = report.csrf_token;
+      });
+    }
     if (stale) {
       source.close();
       window.location.reload();
