@@ -20,8 +20,9 @@ func TestResetFromThePage(t *testing.T) {
 	}
 	form := url.Values{"key": {"acme"}, "reason": {"  ticket 4711: refused by our bug  "}, "csrf_token": {fx.token(t)}}
 	w := fx.postForm("/admin/limits/reset", form)
-	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "./?key=acme&done=reset" {
-		t.Fatalf("status %d, Location %q; want 303 to ./?key=acme&done=reset", w.Code, w.Header().Get("Location"))
+	loc := w.Header().Get("Location")
+	if w.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "./?key=acme&done=") {
+		t.Fatalf("status %d, Location %q; want 303 to ./?key=acme&done=...", w.Code, loc)
 	}
 	if d, err := fx.api.Allow(context.Background(), "acme", 1); err != nil || !d.Allowed {
 		t.Fatalf("after the reset: %+v, %v; want admitted", d, err)
@@ -31,8 +32,8 @@ func TestResetFromThePage(t *testing.T) {
 		ev[0].Reason != "ticket 4711: refused by our bug" || ev[0].Err != nil || !ev[0].At.Equal(t0) {
 		t.Fatalf("events %+v, want one reset of acme by %s, its reason trimmed", ev, admin)
 	}
-	page := fx.get("/admin/limits/?key=acme&done=reset")
-	if !strings.Contains(page.Body.String(), "Key reset") {
+	page := fx.get("/admin/limits/" + loc[len("./"):])
+	if !strings.Contains(page.Body.String(), "Key reset at 2026-07-31 12:00:10 UTC") {
 		t.Fatalf("the page after a reset does not say so:\n%s", page.Body.String())
 	}
 }

@@ -334,12 +334,16 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action str
 			ev.Policy, ev.Amount = c.Policy, c.Amount
 		}
 	}
+	var notice string
 	if err == nil {
 		ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 		if refund {
-			err = h.src.refund(ctx, c.Key, c.Policy, c.Amount)
-		} else {
-			err = h.src.reset(ctx, c.Key)
+			var back []returned
+			if back, err = h.src.refund(ctx, c.Key, c.Policy, c.Amount); err == nil {
+				notice = refundText(h.clock.Now(), c.Policy, c.Amount, back)
+			}
+		} else if err = h.src.reset(ctx, c.Key); err == nil {
+			notice = resetNotice(h.clock.Now())
 		}
 		cancel()
 	}
@@ -350,7 +354,7 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action str
 		writeError(w, err)
 	case wantsJSON(r):
 		rep := h.lookup(r, who, "lookup", c.Key)
-		rep.CSRFToken, rep.Done = h.token(who, h.clock.Now()), action
+		rep.CSRFToken, rep.Done, rep.Notice = h.token(who, h.clock.Now()), action, notice
 		writeJSON(w, reportStatus(rep), rep)
 	case errorStatus(err) == http.StatusForbidden:
 		http.Error(w, err.Error(), http.StatusForbidden) // a forged request gets no page
@@ -361,7 +365,7 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action str
 	default:
 		// Relative, so that it holds wherever the console is mounted,
 		// with or without http.StripPrefix.
-		w.Header().Set("Location", "./?key="+url.QueryEscape(c.Key)+"&done="+action)
+		w.Header().Set("Location", "./?key="+url.QueryEscape(c.Key)+"&done="+h.signNotice(who, c.Key, notice))
 		w.WriteHeader(http.StatusSeeOther)
 	}
 }

@@ -23,7 +23,7 @@ type pageData struct {
 	Key     string
 	Report  *report
 	Token   string
-	Notice  string // what was just done, from the redirect after a change
+	Notice  string // what was just done, from the signed redirect after a change
 	Problem string // why a request was refused, or a read failed
 	CanList bool
 	Prefix  string
@@ -31,19 +31,12 @@ type pageData struct {
 	More    bool
 }
 
-// notices are what the page says after a change: the redirect names the
-// change, never the text.
-var notices = map[string]string{
-	"reset":  "Key reset: its next request starts a fresh budget, on every replica within a second.",
-	"refund": "Refund applied: every replica sees it within a second.",
-}
-
 // page answers GET ./ and GET ./?key=K: the lookup form, K's windows and
 // slots if asked, and the keys Config.List gives if there is one and no
 // key was asked.
 func (h *handler) page(w http.ResponseWriter, r *http.Request, who string) {
 	q := r.URL.Query()
-	d := pageData{Notice: notices[q.Get("done")]}
+	var d pageData
 	status := http.StatusOK
 	switch _, asked := q["key"]; {
 	case asked:
@@ -54,6 +47,7 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, who string) {
 			break
 		}
 		d.Key, d.Report = key, h.lookup(r, who, "lookup", key)
+		d.Notice = h.readNotice(who, key, q.Get("done"))
 		status = reportStatus(d.Report)
 	case h.list != nil:
 		// A refused prefix is not echoed: it may be 4 KiB and more,
