@@ -16,7 +16,8 @@ type Event struct {
 	// At is when, by the clock of the console's first limiter (or cap).
 	At time.Time
 	// Who is whom Config.Authorize named; empty for a request it
-	// refused.
+	// refused, but for a live view it refused later (asked again every
+	// minute): then the person the stream was for, and Key its key.
 	Who string
 	// Action is what was asked: "lookup" (a key's usage, on the page or
 	// as JSON), "watch" (the page's live updates, once per stream),
