@@ -52,6 +52,7 @@ func TestEveryKeyShownIsActedOn(t *testing.T) {
 			page := fx.get("/admin/limits/?key=" + url.QueryEscape(key)).Body.String()
 			form := browserForm(t, page, "reset")
 			form.Set("reason", "test")
+			form.Set("confirm", "reset") // the box the person ticks
 			if w := fx.postForm("/admin/limits/reset", form); w.Code != http.StatusSeeOther {
 				t.Fatalf("reset: status %d, body %q", w.Code, w.Body.String())
 			}

@@ -18,7 +18,7 @@ func TestResetFromThePage(t *testing.T) {
 	if d, _ := fx.api.Allow(context.Background(), "acme", 1); d.Allowed {
 		t.Fatal("a sixth of 5 admitted")
 	}
-	form := url.Values{"key": {"acme"}, "reason": {"  ticket 4711: refused by our bug  "}, "csrf_token": {fx.token(t)}}
+	form := url.Values{"key": {"acme"}, "reason": {"  ticket 4711: refused by our bug  "}, "csrf_token": {fx.token(t)}, "confirm": {"reset"}}
 	w := fx.postForm("/admin/limits/reset", form)
 	loc := w.Header().Get("Location")
 	if w.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "./?key=acme&done=") {

@@ -20,12 +20,13 @@ import (
 type Config struct {
 	// Authorize names the person a request comes from, by the service's
 	// own admin authentication (a session, a client certificate, a
-	// header its proxy sets): who names them in the audit trail and
-	// binds their CSRF token, so it must be the same for every request
-	// of one person. ok false, or an empty who, refuses the request:
-	// 403 and a body that says nothing about the key. Required: a
-	// console has no open door.
-	Authorize func(r *http.Request) (who string, ok bool)
+	// header its proxy sets), and says what they may do: Look, or
+	// Change (look, reset and refund). who names them in the audit
+	// trail and binds their CSRF token, so it must be the same for
+	// every request of one person. The zero Access, or an empty who,
+	// refuses the request: 403 and a body that says nothing about the
+	// key. Required: a console has no open door.
+	Authorize func(r *http.Request) (who string, may Access)
 	// Observe is told of every action asked of the console, done or not,
 	// and of every request Authorize refused (see Event): the audit
 	// trail. It runs on the request's goroutine before the answer is
@@ -69,7 +70,7 @@ const (
 
 // handler is the console; New builds it.
 type handler struct {
-	authorize func(*http.Request) (string, bool)
+	authorize func(*http.Request) (string, Access)
 	observer  func(Event)
 	list      func(context.Context, string) ([]string, error)
 	src       source
@@ -140,8 +141,8 @@ func New(cfg Config) (http.Handler, error) {
 // ServeHTTP authorizes r, then serves the route its path ends in.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	secure(w.Header())
-	who, ok := h.authorize(r)
-	if !ok || who == "" {
+	who, may := h.authorize(r)
+	if may < Look || who == "" {
 		h.observe(Event{At: h.clock.Now(), Action: "forbidden", Err: errors.New("console: refused by Config.Authorize"), Request: r})
 		http.Error(w, "forbidden", http.StatusForbidden)
 		return
@@ -169,15 +170,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch name {
 	case "":
-		h.page(w, r, who)
+		h.page(w, r, who, may)
 	case "usage":
-		h.usage(w, r, who)
+		h.usage(w, r, who, may)
 	case "events":
-		h.watch(w, r, who)
+		h.watch(w, r, who, may)
 	case "keys":
 		h.keys(w, r, who)
 	case "reset", "refund":
-		h.change(w, r, who, name)
+		h.change(w, r, who, name, may)
 	default:
 		if !serveAsset(w, name) {
 			http.NotFound(w, r)
@@ -231,15 +232,15 @@ func (h *handler) read(r *http.Request, key string) (*report, error) {
 }
 
 // usage answers GET usage?key=K: K's report as JSON, with the CSRF token
-// a script sends back with a change. A store that failed makes it a 503,
+// a script sends back with a change (for a person who may change). A store that failed makes it a 503,
 // with what could be read.
-func (h *handler) usage(w http.ResponseWriter, r *http.Request, who string) {
+func (h *handler) usage(w http.ResponseWriter, r *http.Request, who string, may Access) {
 	key, ok := h.queryKey(w, r, who, "lookup")
 	if !ok {
 		return
 	}
 	rep := h.lookup(r, who, "lookup", key)
-	rep.CSRFToken = h.token(who, h.clock.Now())
+	rep.CSRFToken = h.tokenFor(who, may)
 	writeJSON(w, reportStatus(rep), rep)
 }
 
@@ -319,10 +320,10 @@ func okPrefix(r *http.Request) (string, error) {
 // what the key used. A form is answered with a redirect to the key's
 // page (Post/Redirect/Get) or the page with the problem; JSON with the
 // key's report or {"error": ...}.
-func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action string) {
+func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action string, may Access) {
 	refund := action == "refund"
 	ev := Event{At: h.clock.Now(), Who: who, Action: action, Request: r}
-	c, err := h.admit(w, r, who, refund)
+	c, err := h.admit(w, r, who, may, refund)
 	if checkKey("key", c.Key) == nil {
 		ev.Key = c.Key
 	}
@@ -354,14 +355,14 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action str
 		writeError(w, err)
 	case wantsJSON(r):
 		rep := h.lookup(r, who, "lookup", c.Key)
-		rep.CSRFToken, rep.Done, rep.Notice = h.token(who, h.clock.Now()), action, notice
+		rep.CSRFToken, rep.Done, rep.Notice = h.tokenFor(who, may), action, notice
 		writeJSON(w, reportStatus(rep), rep)
 	case errorStatus(err) == http.StatusForbidden:
 		http.Error(w, err.Error(), http.StatusForbidden) // a forged request gets no page
 	case err != nil && ev.Key == "":
-		h.render(w, r, who, pageData{Problem: err.Error()}, errorStatus(err))
+		h.render(w, r, who, pageData{Problem: err.Error(), CanChange: true}, errorStatus(err))
 	case err != nil:
-		h.render(w, r, who, pageData{Key: c.Key, Report: h.lookup(r, who, "lookup", c.Key), Problem: err.Error()}, errorStatus(err))
+		h.render(w, r, who, pageData{Key: c.Key, Report: h.lookup(r, who, "lookup", c.Key), Problem: err.Error(), CanChange: true}, errorStatus(err))
 	default:
 		// Relative, so that it holds wherever the console is mounted,
 		// with or without http.StripPrefix.
@@ -370,15 +371,21 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action str
 	}
 }
 
-// admit reads and checks a change: the origin, then the token, then the
-// input. The origin and the token are checked before anything in the
+// admit reads and checks a change: the person's access, the origin, then
+// the token, then the input. They are checked before anything in the
 // body is believed.
-func (h *handler) admit(w http.ResponseWriter, r *http.Request, who string, refund bool) (change, error) {
-	if err := h.origin.Check(r); err != nil {
+func (h *handler) admit(w http.ResponseWriter, r *http.Request, who string, may Access, refund bool) (change, error) {
+	err := mayChange(who, may)
+	if err == nil {
+		if err = h.origin.Check(r); err != nil {
+			err = &refusal{http.StatusForbidden, "console: refused a request from another origin: " + err.Error()}
+		}
+	}
+	if err != nil {
 		// Read, not believed: only for the audit trail to name the key
-		// a forgery aimed at.
+		// it aimed at.
 		c, _ := readChange(w, r, refund)
-		return change{Key: c.Key}, &refusal{http.StatusForbidden, "console: refused a request from another origin: " + err.Error()}
+		return change{Key: c.Key}, err
 	}
 	c, err := readChange(w, r, refund)
 	if err != nil {

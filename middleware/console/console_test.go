@@ -43,7 +43,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	defer twin.Close()
 	f := limiter.MustInFlight("exports", 2)
 	defer f.Close()
-	authorize := func(*http.Request) (string, bool) { return "x", true }
+	authorize := func(*http.Request) (string, console.Access) { return "x", console.Change }
 	observe := func(console.Event) {}
 	for _, tc := range []struct {
 		name string

@@ -33,6 +33,15 @@ func (h *handler) token(who string, now time.Time) string {
 	return h.tokenOf(who, period(now))
 }
 
+// tokenFor is who's token now if they may change, else "": a person who
+// may only look is handed no token.
+func (h *handler) tokenFor(who string, may Access) string {
+	if mayChange(who, may) != nil {
+		return ""
+	}
+	return h.token(who, h.clock.Now())
+}
+
 func period(now time.Time) uint64 { return uint64(now.Unix() / int64(tokenPeriod/time.Second)) }
 
 func (h *handler) tokenOf(who string, p uint64) string {

@@ -15,7 +15,7 @@ func TestTokenExpiresAndRotates(t *testing.T) {
 	old := fx.token(t)
 	reset := func(token string) int {
 		fx.spend(t, "acme", 1)
-		w := fx.postForm("/admin/limits/reset", url.Values{"key": {"acme"}, "reason": {"r"}, "csrf_token": {token}})
+		w := fx.postForm("/admin/limits/reset", url.Values{"key": {"acme"}, "reason": {"r"}, "csrf_token": {token}, "confirm": {"reset"}})
 		fx.takeEvents()
 		return w.Code
 	}
@@ -45,8 +45,8 @@ func TestTokenExpiresAndRotates(t *testing.T) {
 func TestObserverNeverSeesTheToken(t *testing.T) {
 	fx := newFixture(t, nil, nil)
 	token := fx.token(t)
-	fx.postForm("/admin/limits/reset", url.Values{"key": {"acme"}, "reason": {"r"}, "csrf_token": {token}})
-	fx.postForm("/admin/limits/reset", url.Values{"key": {"acme"}, "reason": {"r"}, "csrf_token": {token}}, "Sec-Fetch-Site", "cross-site")
+	fx.postForm("/admin/limits/reset", url.Values{"key": {"acme"}, "reason": {"r"}, "csrf_token": {token}, "confirm": {"reset"}})
+	fx.postForm("/admin/limits/reset", url.Values{"key": {"acme"}, "reason": {"r"}, "csrf_token": {token}, "confirm": {"reset"}}, "Sec-Fetch-Site", "cross-site")
 	fx.postJSON("/admin/limits/reset", `{"key":"acme","reason":"r"}`, token)
 	fx.postJSON("/admin/limits/refund", `{"key":"acme","reason":"r","policy":"api","amount":1}`, token)
 	ev := fx.takeEvents()

@@ -61,6 +61,9 @@ type change struct {
 	bad error
 	// badKey is why a form's key64 is no key: reported by check.
 	badKey error
+	// unconfirmed is a form's reset whose confirmation box was not
+	// ticked: refused by check.
+	unconfirmed bool
 }
 
 // isJSON reports whether r's body is JSON (a script's), not a form.
@@ -94,6 +97,11 @@ func readChange(w http.ResponseWriter, r *http.Request, refund bool) (change, er
 		f := r.PostForm
 		c.Key, c.badKey = carriedKey(f)
 		c.Reason, c.Policy, c.token = f.Get("reason"), f.Get("policy"), f.Get("csrf_token")
+		if !refund && f.Get("confirm") != "reset" {
+			// A Reset cannot be undone: the page's form asks for a
+			// tick first. A script's JSON has confirmed in its code.
+			c.unconfirmed = true
+		}
 		if a := f.Get("amount"); refund {
 			n, err := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
 			if err != nil {
@@ -131,6 +139,8 @@ func (c *change) check(refund bool) error {
 		return err
 	}
 	switch {
+	case !refund && c.unconfirmed:
+		return badInput("console: tick the box to confirm the reset: it cannot be undone")
 	case !refund:
 		return nil
 	case c.bad != nil:

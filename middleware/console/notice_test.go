@@ -17,7 +17,7 @@ import (
 // key or for another person, shows nothing.
 func TestNoticeSaysOnlyWhatHappened(t *testing.T) {
 	fx := newFixture(t, nil, nil)
-	w := fx.postForm("/admin/limits/reset", url.Values{"key": {"acme"}, "reason": {"r"}, "csrf_token": {fx.token(t)}})
+	w := fx.postForm("/admin/limits/reset", url.Values{"key": {"acme"}, "reason": {"r"}, "csrf_token": {fx.token(t)}, "confirm": {"reset"}})
 	done := w.Header().Get("Location")[len("./?key=acme&done="):]
 	for _, tc := range []struct {
 		name, target string

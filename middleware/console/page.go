@@ -20,23 +20,26 @@ var pageTemplate = template.Must(template.New("console.html").Funcs(template.Fun
 // pageData is what the page shows: a key's report, or the form to look
 // one up, and a listing when the service gave a lister.
 type pageData struct {
-	Key     string
-	Report  *report
-	Token   string
-	Notice  string // what was just done, from the signed redirect after a change
-	Problem string // why a request was refused, or a read failed
-	CanList bool
-	Prefix  string
-	Keys    []string
-	More    bool
+	Key    string
+	Report *report
+	Token  string
+	// CanChange shows the forms to reset and refund: the person may
+	// change.
+	CanChange bool
+	Notice    string // what was just done, from the signed redirect after a change
+	Problem   string // why a request was refused, or a read failed
+	CanList   bool
+	Prefix    string
+	Keys      []string
+	More      bool
 }
 
 // page answers GET ./ and GET ./?key=K: the lookup form, K's windows and
 // slots if asked, and the keys Config.List gives if there is one and no
 // key was asked.
-func (h *handler) page(w http.ResponseWriter, r *http.Request, who string) {
+func (h *handler) page(w http.ResponseWriter, r *http.Request, who string, may Access) {
 	q := r.URL.Query()
-	var d pageData
+	d := pageData{CanChange: mayChange(who, may) == nil}
 	status := http.StatusOK
 	switch _, asked := q["key"]; {
 	case asked:
@@ -66,7 +69,10 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, who string) {
 // render writes the page with status. It renders into a buffer first,
 // so that a template error is a 500, not half a page.
 func (h *handler) render(w http.ResponseWriter, r *http.Request, who string, d pageData, status int) {
-	d.Token, d.CanList = h.token(who, h.clock.Now()), h.list != nil
+	d.CanList = h.list != nil
+	if d.CanChange {
+		d.Token = h.token(who, h.clock.Now())
+	}
 	if d.Report != nil && d.Report.Failed && d.Problem == "" {
 		d.Problem = "A store could not be read: the limits it keeps are not shown (the reason is beside each)."
 	}

@@ -28,7 +28,7 @@ const (
 // another person (an event "forbidden" with the key). Each write pushes the
 // connection's write deadline on, so that a server's WriteTimeout does
 // not cut a stream short.
-func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string) {
+func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string, may Access) {
 	key, ok := h.queryKey(w, r, who, "watch")
 	if !ok {
 		return
@@ -56,7 +56,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string) {
 	for {
 		// The current token, for the page's forms: it rotates while
 		// the page is open.
-		rep.CSRFToken = h.token(who, h.clock.Now())
+		rep.CSRFToken = h.tokenFor(who, may)
 		b, err := json.Marshal(rep)
 		if err != nil {
 			return
@@ -74,7 +74,8 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string) {
 		case <-end.C:
 			return
 		case <-again.C:
-			if now, ok := h.authorize(r); !ok || now != who {
+			var now string
+			if now, may = h.authorize(r); may < Look || now != who {
 				h.observe(Event{At: h.clock.Now(), Who: who, Action: "forbidden", Key: key, Request: r,
 					Err: errors.New("console: a stream's Config.Authorize refused it, or named another")})
 				return

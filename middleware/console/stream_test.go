@@ -19,9 +19,12 @@ func TestStreamAsksAgainEveryMinute(t *testing.T) {
 		var asked atomic.Int64
 		var revoked atomic.Bool
 		fx := newFixture(t, nil, func(c *console.Config) {
-			c.Authorize = func(*http.Request) (string, bool) {
+			c.Authorize = func(*http.Request) (string, console.Access) {
 				asked.Add(1)
-				return admin, !revoked.Load()
+				if revoked.Load() {
+					return admin, 0
+				}
+				return admin, console.Change
 			}
 		})
 		ctx, cancel := context.WithCancel(context.Background())

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -108,8 +109,15 @@ type site struct {
 	events []console.Event
 }
 
-// newSite starts a site on the memory store, or on store if not nil.
+// newSite starts a site on the memory store, or on store if not nil,
+// whose loopback user may change.
 func newSite(t *testing.T, store limiter.Store) *site {
+	t.Helper()
+	return newSiteFor(t, store, console.Change)
+}
+
+// newSiteFor starts a site whose loopback user may do what may says.
+func newSiteFor(t *testing.T, store limiter.Store, may console.Access) *site {
 	t.Helper()
 	paris, err := time.LoadLocation("Europe/Paris")
 	if err != nil {
@@ -125,10 +133,12 @@ func newSite(t *testing.T, store limiter.Store) *site {
 	s.export = limiter.MustInFlight("exports", 3, opts...)
 	t.Cleanup(func() { s.export.Close() })
 	h, err := console.New(console.Config{
-		Authorize: func(r *http.Request) (string, bool) {
+		Authorize: func(r *http.Request) (string, console.Access) {
 			host, _, err := net.SplitHostPort(r.RemoteAddr)
-			ip := net.ParseIP(host)
-			return "support@browsertest", err == nil && ip != nil && ip.IsLoopback()
+			if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+				return "", 0
+			}
+			return "support@browsertest", may
 		},
 		Observe: func(e console.Event) {
 			s.mu.Lock()
@@ -275,8 +285,19 @@ func TestLookUpWatchAndReset(t *testing.T) {
 				t.Fatal("a sixth request of 5 a minute admitted")
 			}
 
+			// Reset asks for a tick first: without it the form is not sent.
 			if err := chromedp.Do(tab,
 				chromedp.SendKeys(chromedp.CSS(`#reset-reason`), "ticket 4711"),
+				chromedp.Click(chromedp.CSS(`#reset`)),
+			); err != nil {
+				t.Fatal(err)
+			}
+			unsent, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.querySelector("#reset-confirm").validity.valueMissing && !document.querySelector("#notice")`))
+			if err != nil || !unsent || s.admitted(t, "acme") {
+				t.Fatalf("Reset without its tick: unsent %v, %v; want the form not sent and the key refused", unsent, err)
+			}
+			if err := chromedp.Do(tab,
+				chromedp.Click(chromedp.CSS(`#reset-confirm`)),
 				chromedp.Click(chromedp.CSS(`#reset`)),
 				chromedp.WaitVisible(chromedp.CSS(`#notice`)),
 			); err != nil {
@@ -300,6 +321,76 @@ func TestLookUpWatchAndReset(t *testing.T) {
 				t.Fatalf("the audit trail's reset: %+v", reset)
 			}
 		})
+	}
+}
+
+// TestKeysWithControlCharacters: a key with NUL or LF, opened by its
+// query, is the key the live view shows and the page's Reset resets.
+func TestKeysWithControlCharacters(t *testing.T) {
+	browser := startBrowser(t)
+	for _, key := range []string{"nul\x00key", "lf\nkey"} {
+		t.Run(strconv.Quote(key), func(t *testing.T) {
+			s := newSite(t, nil)
+			s.spend(t, key, 5)
+			tab := newTab(t, browser)
+			if err := chromedp.Do(tab, chromedp.Navigate(s.url+"?key="+url.QueryEscape(key)), chromedp.WaitVisible(chromedp.CSS(`#usage`))); err != nil {
+				t.Fatal(err)
+			}
+			waitText(t, tab, `#live`, "updating every second")
+			s.spend(t, "nul\uFFFDkey", 1) // what an attribute makes of NUL: the live view must not show it
+			waitText(t, tab, cell("limiters.0.windows.0.used"), "5")
+			if err := chromedp.Do(tab,
+				chromedp.SendKeys(chromedp.CSS(`#reset-reason`), "ticket 4712"),
+				chromedp.Click(chromedp.CSS(`#reset-confirm`)),
+				chromedp.Click(chromedp.CSS(`#reset`)),
+				chromedp.WaitVisible(chromedp.CSS(`#notice`)),
+			); err != nil {
+				t.Fatal(err)
+			}
+			if !s.admitted(t, key) {
+				t.Fatalf("%q is refused after the page's Reset", key)
+			}
+			s.mu.Lock()
+			var reset console.Event
+			for _, e := range s.events {
+				if e.Action == "reset" {
+					reset = e
+				}
+			}
+			s.mu.Unlock()
+			if reset.Key != key || reset.Err != nil {
+				t.Fatalf("the audit trail's reset %+v, want one of %q", reset, key)
+			}
+		})
+	}
+}
+
+// TestViewerSeesNoForm: a person who may only look sees the key's usage
+// and no form to change it; a reset posted from the page anyway is
+// refused (403) and audited with its key.
+func TestViewerSeesNoForm(t *testing.T) {
+	browser := startBrowser(t)
+	s := newSiteFor(t, nil, console.Look)
+	s.spend(t, "acme", 3)
+	tab := newTab(t, browser)
+	if err := chromedp.Do(tab, chromedp.Navigate(s.url+"?key=acme"), chromedp.WaitVisible(chromedp.CSS(`#look-only`))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, tab, cell("limiters.0.windows.0.used"), "3")
+	forms, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll("form.reset, form.refund, input[name=csrf_token]").length`))
+	if err != nil || forms != 0 {
+		t.Fatalf("a viewer's page has %d change forms or tokens, %v; want none", forms, err)
+	}
+	status, err := chromedp.Run(tab, chromedp.Evaluate[int](`fetch("reset", {method: "POST",
+		body: new URLSearchParams({key: "acme", reason: "forged", confirm: "reset"})}).then(r => r.status)`, chromedp.EvalAwaitPromise))
+	if err != nil || status != http.StatusForbidden {
+		t.Fatalf("a viewer's reset: status %d, %v; want 403", status, err)
+	}
+	if e := s.lastEvent(); e.Action != "reset" || e.Key != "acme" || e.Err == nil {
+		t.Fatalf("the audit trail's last event %+v, want a refused reset of acme", e)
+	}
+	if s.admitted(t, "acme") && s.admitted(t, "acme") && s.admitted(t, "acme") {
+		t.Fatal("a viewer's reset reset the key")
 	}
 }
 
