@@ -85,13 +85,14 @@ type handler struct {
 //
 //	GET  ./?key=K        the page: K's windows and slots, kept up to date while open
 //	GET  ./usage?key=K   the same as JSON, with the CSRF token for a change
-//	POST ./reset         forget a key under every limiter (key, reason)
+//	POST ./reset         forget a key under every limiter (key, reason; a form also confirm=reset)
 //	POST ./refund        give units back under one limiter (key, policy, amount, reason)
 //	GET  ./keys?prefix=P keys listed by Config.List, as JSON
 //	GET  ./events?key=K  the page's live updates: K's report every second (server-sent events)
 //
-// A POST is a form, or JSON with the token in an X-CSRF-Token header; it
-// must come from the console's own origin. New reports a Config it
+// A key is key=K, or key64=base64url(K) as the page carries it. A POST is a form, or JSON with the token in an X-CSRF-Token
+// header; it must come from the console's own origin, from a person
+// Authorize lets Change. New reports a Config it
 // cannot serve: no Authorize or Observe, no limiter and no cap, a nil
 // one, two of one name, a CSRFSecret under 32 bytes.
 func New(cfg Config) (http.Handler, error) {
