@@ -389,8 +389,14 @@ func TestViewerSeesNoForm(t *testing.T) {
 	if e := s.lastEvent(); e.Action != "reset" || e.Key != "acme" || e.Err == nil {
 		t.Fatalf("the audit trail's last event %+v, want a refused reset of acme", e)
 	}
-	if s.admitted(t, "acme") && s.admitted(t, "acme") && s.admitted(t, "acme") {
-		t.Fatal("a viewer's reset reset the key")
+	admitted := 0 // of 3 more: 2 with 3 of 5 used, 3 had the key been reset
+	for range 3 {
+		if s.admitted(t, "acme") {
+			admitted++
+		}
+	}
+	if admitted != 2 {
+		t.Fatalf("%d of 3 more admitted, want 2: a viewer's reset reset the key", admitted)
 	}
 }
 
