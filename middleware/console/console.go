@@ -332,7 +332,7 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action str
 		if reason := strings.TrimSpace(c.Reason); checkReason(reason) == nil {
 			ev.Reason = reason // never one that could forge a line of the audit log
 		}
-		if refund {
+		if refund && !strings.ContainsFunc(c.Policy, hidden) {
 			ev.Policy, ev.Amount = c.Policy, c.Amount
 		}
 	}

@@ -65,3 +65,19 @@ func TestReasonWithoutControlCharacters(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyWithControlCharactersNotAudited: a refund naming a policy
+// with a line break is refused (no limiter has it), and the audit event
+// does not carry that name.
+func TestPolicyWithControlCharactersNotAudited(t *testing.T) {
+	fx := newFixture(t, nil, nil)
+	fx.spend(t, "acme", 1)
+	form := url.Values{"key": {"acme"}, "reason": {"r"}, "policy": {"api\nadmin refund ok"}, "amount": {"1"}, "csrf_token": {fx.token(t)}}
+	if w := fx.postForm("/admin/limits/refund", form); w.Code != http.StatusBadRequest {
+		t.Fatalf("status %d, want 400", w.Code)
+	}
+	ev := fx.takeEvents()
+	if len(ev) == 0 || ev[0].Action != "refund" || ev[0].Key != "acme" || strings.Contains(ev[0].Policy, "\n") {
+		t.Fatalf("events %+v, want a refused refund of acme without the policy's line break", ev)
+	}
+}
