@@ -51,11 +51,12 @@ type Config struct {
 	// service lists them from where it knows its customers. Nil: the
 	// console lists no key, and a key is found by typing it.
 	List func(ctx context.Context, prefix string) ([]string, error)
-	// CSRFSecret keys the CSRF tokens, which rotate every hour by the
-	// console's clock and are taken for two at most: at least 32 bytes. Default: 32
-	// random bytes drawn by New, so that tokens hold while the process
-	// lives. Replicas behind one balancer need one secret, or a page one
-	// served is refused by another.
+	// CSRFSecret keys the CSRF tokens (which rotate every hour by the
+	// console's clock and are taken for two at most) and the notices
+	// after a change: at least 32 bytes. Default: 32 random bytes drawn
+	// by New, so that tokens hold while the process lives. Replicas
+	// behind one balancer need one secret, or a page one served is
+	// refused by another.
 	CSRFSecret []byte
 }
 
@@ -90,11 +91,12 @@ type handler struct {
 //	GET  ./keys?prefix=P keys listed by Config.List, as JSON
 //	GET  ./events?key=K  the page's live updates: K's report every second (server-sent events)
 //
-// A key is key=K, or key64=base64url(K) as the page carries it. A POST is a form, or JSON with the token in an X-CSRF-Token
-// header; it must come from the console's own origin, from a person
-// Authorize lets Change. New reports a Config it
-// cannot serve: no Authorize or Observe, no limiter and no cap, a nil
-// one, two of one name, a CSRFSecret under 32 bytes.
+// A key is key=K, or key64=base64url(K) as the page carries it. A POST
+// is a form, or JSON with the token in an X-CSRF-Token header; it must
+// come from the console's own origin, from a person Authorize lets
+// Change. New reports a Config it cannot serve: no Authorize or Observe,
+// no limiter and no cap, a nil one, two of one name, a CSRFSecret under
+// 32 bytes.
 func New(cfg Config) (http.Handler, error) {
 	switch {
 	case cfg.Authorize == nil:
@@ -233,8 +235,8 @@ func (h *handler) read(r *http.Request, key string) (*report, error) {
 }
 
 // usage answers GET usage?key=K: K's report as JSON, with the CSRF token
-// a script sends back with a change (for a person who may change). A store that failed makes it a 503,
-// with what could be read.
+// a script sends back with a change (for a person who may change). A
+// store that failed makes it a 503, with what could be read.
 func (h *handler) usage(w http.ResponseWriter, r *http.Request, who string, may Access) {
 	key, ok := h.queryKey(w, r, who, "lookup")
 	if !ok {

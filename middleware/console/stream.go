@@ -24,8 +24,8 @@ const (
 // now, then every second while the page is open, each an event named
 // "usage" whose data is the report's JSON. The observer hears of the
 // stream once ("watch"), not of every update. Every minute the stream
-// asks Config.Authorize again, and ends when it refuses or names
-// another person (an event "forbidden" with the key). Each write pushes the
+// asks Config.Authorize again, and ends when it refuses or names another
+// person (an event "forbidden" with the key). Each write pushes the
 // connection's write deadline on, so that a server's WriteTimeout does
 // not cut a stream short.
 func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string, may Access) {
