@@ -103,6 +103,7 @@ func newTab(t *testing.T, browser context.Context) context.Context {
 // loopback clients, with the audit trail kept.
 type site struct {
 	url    string // the console's page, ending in /admin/limits/
+	clk    *limitertest.Clock
 	api    *limiter.Limiter
 	export *limiter.InFlight
 	mu     sync.Mutex
@@ -123,8 +124,8 @@ func newSiteFor(t *testing.T, store limiter.Store, may console.Access) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &site{}
-	opts := []limiter.Option{limiter.WithClock(limitertest.New(t0))}
+	s := &site{clk: limitertest.New(t0)}
+	opts := []limiter.Option{limiter.WithClock(s.clk)}
 	if store != nil {
 		opts = append(opts, limiter.WithStore(store))
 	}
@@ -362,6 +363,42 @@ func TestKeysWithControlCharacters(t *testing.T) {
 				t.Fatalf("the audit trail's reset %+v, want one of %q", reset, key)
 			}
 		})
+	}
+}
+
+// TestOpenPageKeepsAFreshToken: a page left open while its CSRF token
+// expires (two hours on the site's clock) still resets: its live view
+// hands the forms the current token.
+func TestOpenPageKeepsAFreshToken(t *testing.T) {
+	browser := startBrowser(t)
+	s := newSite(t, nil)
+	s.spend(t, "acme", 5)
+	tab := newTab(t, browser)
+	if err := chromedp.Do(tab, chromedp.Navigate(s.url+"?key=acme"), chromedp.WaitVisible(chromedp.CSS(`#usage`))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, tab, `#live`, "updating every second")
+	first, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.querySelector("form.reset input[name=csrf_token]").value`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.clk.Advance(2*time.Hour + time.Minute)
+	s.spend(t, "acme", 5) // a new minute: the page sees 5 used once it has a new report, and its token
+	waitText(t, tab, cell("limiters.0.windows.0.used"), "5")
+	expr := `document.querySelector("form.reset input[name=csrf_token]").value !== ` + js(first)
+	if _, err := chromedp.Run(tab, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(waitTimeout))); err != nil {
+		t.Fatalf("the form's token is still the one two hours old: %v", err)
+	}
+	if err := chromedp.Do(tab,
+		chromedp.SendKeys(chromedp.CSS(`#reset-reason`), "ticket 4713"),
+		chromedp.Click(chromedp.CSS(`#reset-confirm`)),
+		chromedp.Click(chromedp.CSS(`#reset`)),
+		chromedp.WaitVisible(chromedp.CSS(`#notice`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if !s.admitted(t, "acme") {
+		t.Fatal("the key is refused after a reset from a page open for two hours")
 	}
 }
 
