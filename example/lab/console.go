@@ -63,17 +63,18 @@ func endOnShutdown(h http.Handler, shutdown context.Context) http.Handler {
 	})
 }
 
-// loopbackOnly admits the requests of loopback clients, as "loopback".
-func loopbackOnly(r *http.Request) (string, bool) {
+// loopbackOnly admits the requests of loopback clients, as "loopback",
+// who may look and change; it refuses every other.
+func loopbackOnly(r *http.Request) (string, console.Access) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return "", false
+		return "", 0
 	}
 	a, err := netip.ParseAddr(host)
 	if err != nil || !a.Unmap().IsLoopback() {
-		return "", false
+		return "", 0
 	}
-	return "loopback", true
+	return "loopback", console.Change
 }
 
 // maxSeen bounds the keys seenKeys keeps: a lab's clients are few.

@@ -18,10 +18,11 @@ func TestResetFromThePage(t *testing.T) {
 	if d, _ := fx.api.Allow(context.Background(), "acme", 1); d.Allowed {
 		t.Fatal("a sixth of 5 admitted")
 	}
-	form := url.Values{"key": {"acme"}, "reason": {"  ticket 4711: refused by our bug  "}, "csrf_token": {fx.token(t)}}
+	form := url.Values{"key": {"acme"}, "reason": {"  ticket 4711: refused by our bug  "}, "csrf_token": {fx.token(t)}, "confirm": {"reset"}}
 	w := fx.postForm("/admin/limits/reset", form)
-	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "./?key=acme&done=reset" {
-		t.Fatalf("status %d, Location %q; want 303 to ./?key=acme&done=reset", w.Code, w.Header().Get("Location"))
+	loc := w.Header().Get("Location")
+	if w.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "./?key=acme&done=") {
+		t.Fatalf("status %d, Location %q; want 303 to ./?key=acme&done=...", w.Code, loc)
 	}
 	if d, err := fx.api.Allow(context.Background(), "acme", 1); err != nil || !d.Allowed {
 		t.Fatalf("after the reset: %+v, %v; want admitted", d, err)
@@ -31,8 +32,8 @@ func TestResetFromThePage(t *testing.T) {
 		ev[0].Reason != "ticket 4711: refused by our bug" || ev[0].Err != nil || !ev[0].At.Equal(t0) {
 		t.Fatalf("events %+v, want one reset of acme by %s, its reason trimmed", ev, admin)
 	}
-	page := fx.get("/admin/limits/?key=acme&done=reset")
-	if !strings.Contains(page.Body.String(), "Key reset") {
+	page := fx.get("/admin/limits/" + loc[len("./"):])
+	if !strings.Contains(page.Body.String(), "Key reset at 2026-07-31 12:00:10 UTC") {
 		t.Fatalf("the page after a reset does not say so:\n%s", page.Body.String())
 	}
 }
@@ -119,7 +120,7 @@ func TestChangesNeedTokenAndOrigin(t *testing.T) {
 		want  string
 	}{
 		{"no_token", "", nil, "missing or invalid CSRF token"},
-		{"wrong_token", "AAAA" + token[4:], nil, "missing or invalid CSRF token"},
+		{"wrong_token", token[:len(token)-4] + "AAAA", nil, "missing or invalid CSRF token"},
 		{"another_persons_token", token, []string{"X-Test-Who", "mallory"}, "missing or invalid CSRF token"},
 		{"cross_site", token, []string{"Sec-Fetch-Site", "cross-site"}, "another origin"},
 		{"same_site_other_origin", token, []string{"Sec-Fetch-Site", "same-site"}, "another origin"},
@@ -136,8 +137,8 @@ func TestChangesNeedTokenAndOrigin(t *testing.T) {
 				if fx.used(t, "acme") != 1 {
 					t.Fatal("a refused change changed the key")
 				}
-				if ev := fx.takeEvents(); len(ev) != 1 || ev[0].Action != action || ev[0].Err == nil || ev[0].Who != admin && tc.name != "another_persons_token" {
-					t.Fatalf("events %+v, want one refused %s", ev, action)
+				if ev := fx.takeEvents(); len(ev) != 1 || ev[0].Action != action || ev[0].Err == nil || ev[0].Who != admin && tc.name != "another_persons_token" || ev[0].Key != "acme" || ev[0].Reason != "" {
+					t.Fatalf("events %+v, want one refused %s naming the key it aimed at", ev, action)
 				}
 				if err := fx.api.Reset(context.Background(), "acme"); err != nil {
 					t.Fatal(err)

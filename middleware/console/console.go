@@ -21,12 +21,13 @@ import (
 type Config struct {
 	// Authorize names the person a request comes from, by the service's
 	// own admin authentication (a session, a client certificate, a
-	// header its proxy sets): who names them in the audit trail and
-	// binds their CSRF token, so it must be the same for every request
-	// of one person. ok false, or an empty who, refuses the request:
-	// 403 and a body that says nothing about the key. Required: a
-	// console has no open door.
-	Authorize func(r *http.Request) (who string, ok bool)
+	// header its proxy sets), and says what they may do: Look, or
+	// Change (look, reset and refund). who names them in the audit
+	// trail and binds their CSRF token, so it must be the same for
+	// every request of one person. The zero Access, or an empty who,
+	// refuses the request: 403 and a body that says nothing about the
+	// key. Required: a console has no open door.
+	Authorize func(r *http.Request) (who string, may Access)
 	// Observe is told of every action asked of the console, done or not,
 	// and of every request Authorize refused (see Event): the audit
 	// trail. It runs on the request's goroutine before the answer is
@@ -56,10 +57,12 @@ type Config struct {
 	// refused with an error saying so; list the clear keys from the
 	// service's own records, and each is then found by its clear key.
 	List func(ctx context.Context, prefix string) ([]string, error)
-	// CSRFSecret keys the CSRF tokens: at least 32 bytes. Default: 32
-	// random bytes drawn by New, so that tokens hold while the process
-	// lives. Replicas behind one balancer need one secret, or a page one
-	// served is refused by another.
+	// CSRFSecret keys the CSRF tokens (which rotate every hour by the
+	// console's clock and are taken for two at most) and the notices
+	// after a change: at least 32 bytes. Default: 32 random bytes drawn
+	// by New, so that tokens hold while the process lives. Replicas
+	// behind one balancer need one secret, or a page one served is
+	// refused by another.
 	CSRFSecret []byte
 }
 
@@ -74,8 +77,8 @@ const (
 
 // handler is the console; New builds it.
 type handler struct {
-	authorize func(*http.Request) (string, bool)
-	observe   func(Event)
+	authorize func(*http.Request) (string, Access)
+	observer  func(Event)
 	list      func(context.Context, string) ([]string, error)
 	src       source
 	clock     limiter.Clock
@@ -89,15 +92,17 @@ type handler struct {
 //
 //	GET  ./?key=K        the page: K's windows and slots, kept up to date while open
 //	GET  ./usage?key=K   the same as JSON, with the CSRF token for a change
-//	POST ./reset         forget a key under every limiter (key, reason)
+//	POST ./reset         forget a key under every limiter (key, reason; a form also confirm=reset)
 //	POST ./refund        give units back under one limiter (key, policy, amount, reason)
 //	GET  ./keys?prefix=P keys listed by Config.List, as JSON
 //	GET  ./events?key=K  the page's live updates: K's report every second (server-sent events)
 //
-// A POST is a form, or JSON with the token in an X-CSRF-Token header; it
-// must come from the console's own origin. New reports a Config it
-// cannot serve: no Authorize or Observe, no limiter and no cap, a nil
-// one, two of one name, a CSRFSecret under 32 bytes.
+// A key is key=K, or key64=base64url(K) as the page carries it. A POST
+// is a form, or JSON with the token in an X-CSRF-Token header; it must
+// come from the console's own origin, from a person Authorize lets
+// Change. New reports a Config it cannot serve: no Authorize or Observe,
+// no limiter and no cap, a nil one, two of one name, a CSRFSecret under
+// 32 bytes.
 func New(cfg Config) (http.Handler, error) {
 	switch {
 	case cfg.Authorize == nil:
@@ -120,7 +125,7 @@ func New(cfg Config) (http.Handler, error) {
 		}
 	}
 	h := &handler{
-		authorize: cfg.Authorize, observe: cfg.Observe, list: cfg.List,
+		authorize: cfg.Authorize, observer: cfg.Observe, list: cfg.List,
 		src:    source{limiters: cfg.Limiters, caps: cfg.Caps, plan: cfg.Plan},
 		secret: cfg.CSRFSecret, origin: http.NewCrossOriginProtection(),
 	}
@@ -145,8 +150,8 @@ func New(cfg Config) (http.Handler, error) {
 // ServeHTTP authorizes r, then serves the route its path ends in.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	secure(w.Header())
-	who, ok := h.authorize(r)
-	if !ok || who == "" {
+	who, may := h.authorize(r)
+	if may < Look || who == "" {
 		h.observe(Event{At: h.clock.Now(), Action: "forbidden", Err: errors.New("console: refused by Config.Authorize"), Request: r})
 		http.Error(w, "forbidden", http.StatusForbidden)
 		return
@@ -159,26 +164,41 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	case post && r.Method != http.MethodPost:
+		// A GET of a change is the classic forgery (an <img> of
+		// ./reset?key=K): refused, and the audit trail hears of it with
+		// the key it aimed at.
+		ev := Event{At: h.clock.Now(), Who: who, Action: name, Request: r,
+			Err: &refusal{http.StatusMethodNotAllowed, "console: " + name + " must be a POST, not a " + r.Method}}
+		if key, err := carriedKey(r.URL.Query()); err == nil && checkKey("key", key) == nil {
+			ev.Key = key
+		}
+		h.observe(ev)
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	switch name {
 	case "":
-		h.page(w, r, who)
+		h.page(w, r, who, may)
 	case "usage":
-		h.usage(w, r, who)
+		h.usage(w, r, who, may)
 	case "events":
-		h.watch(w, r, who)
+		h.watch(w, r, who, may)
 	case "keys":
 		h.keys(w, r, who)
 	case "reset", "refund":
-		h.change(w, r, who, name)
+		h.change(w, r, who, name, may)
 	default:
 		if !serveAsset(w, name) {
 			http.NotFound(w, r)
 		}
 	}
+}
+
+// observe tells the observer of e, without the request's CSRF token.
+func (h *handler) observe(e Event) {
+	e.Request = withoutToken(e.Request)
+	h.observer(e)
 }
 
 // secure sets the headers every answer carries: a content security
@@ -221,23 +241,26 @@ func (h *handler) read(r *http.Request, key string) (*report, error) {
 }
 
 // usage answers GET usage?key=K: K's report as JSON, with the CSRF token
-// a script sends back with a change. A store that failed makes it a 503,
-// with what could be read.
-func (h *handler) usage(w http.ResponseWriter, r *http.Request, who string) {
+// a script sends back with a change (for a person who may change). A
+// store that failed makes it a 503, with what could be read.
+func (h *handler) usage(w http.ResponseWriter, r *http.Request, who string, may Access) {
 	key, ok := h.queryKey(w, r, who, "lookup")
 	if !ok {
 		return
 	}
 	rep := h.lookup(r, who, "lookup", key)
-	rep.CSRFToken = h.token(who)
+	rep.CSRFToken = h.tokenFor(who, may)
 	writeJSON(w, reportStatus(rep), rep)
 }
 
 // queryKey returns the key r's query asks about; a bad one it answers
 // as JSON (400, saying why) and tells the observer of, as action.
 func (h *handler) queryKey(w http.ResponseWriter, r *http.Request, who, action string) (string, bool) {
-	key := r.URL.Query().Get("key")
-	if err := checkKey("key", key); err != nil {
+	key, err := carriedKey(r.URL.Query())
+	if err == nil {
+		err = checkKey("key", key)
+	}
+	if err != nil {
 		h.observe(Event{At: h.clock.Now(), Who: who, Action: action, Err: err, Request: r})
 		writeError(w, err)
 		return "", false
@@ -274,9 +297,9 @@ func (h *handler) keys(w http.ResponseWriter, r *http.Request, who string) {
 // listKeys asks Config.List for the keys of r's prefix, the first
 // maxListed of them, and tells the observer.
 func (h *handler) listKeys(r *http.Request, who string) (keys []string, more bool, err error) {
-	prefix := r.URL.Query().Get("prefix")
+	var prefix string
 	ev := Event{At: h.clock.Now(), Who: who, Action: "list", Request: r}
-	if err = checkKey("prefix", prefix); err == nil {
+	if prefix, err = okPrefix(r); err == nil {
 		ev.Key = prefix
 		ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 		keys, err = h.list(ctx, prefix)
@@ -308,6 +331,12 @@ func hashedKeys(keys []string) error {
 	return nil
 }
 
+// okPrefix returns r's prefix to list, or why it is refused.
+func okPrefix(r *http.Request) (string, error) {
+	prefix := r.URL.Query().Get("prefix")
+	return prefix, checkKey("prefix", prefix)
+}
+
 // change answers POST reset and POST refund. It acts only on a request
 // from the console's origin (Sec-Fetch-Site, or Origin against Host)
 // that carries the token of the person Authorize named, with a good key
@@ -315,22 +344,31 @@ func hashedKeys(keys []string) error {
 // what the key used. A form is answered with a redirect to the key's
 // page (Post/Redirect/Get) or the page with the problem; JSON with the
 // key's report or {"error": ...}.
-func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action string) {
+func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action string, may Access) {
 	refund := action == "refund"
 	ev := Event{At: h.clock.Now(), Who: who, Action: action, Request: r}
-	c, err := h.admit(w, r, who, refund)
+	c, err := h.admit(w, r, who, may, refund)
 	if checkKey("key", c.Key) == nil {
-		ev.Key, ev.Reason = c.Key, c.Reason
-		if refund {
+		ev.Key = c.Key
+	}
+	if ev.Key != "" && errorStatus(err) != http.StatusForbidden {
+		if reason := strings.TrimSpace(c.Reason); checkReason(reason) == nil {
+			ev.Reason = reason // never one that could forge a line of the audit log
+		}
+		if refund && !strings.ContainsFunc(c.Policy, hidden) {
 			ev.Policy, ev.Amount = c.Policy, c.Amount
 		}
 	}
+	var notice string
 	if err == nil {
 		ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 		if refund {
-			err = h.src.refund(ctx, c.Key, c.Policy, c.Amount)
-		} else {
-			err = h.src.reset(ctx, c.Key)
+			var back []returned
+			if back, err = h.src.refund(ctx, c.Key, c.Policy, c.Amount); err == nil {
+				notice = refundText(h.clock.Now(), c.Policy, c.Amount, back)
+			}
+		} else if err = h.src.reset(ctx, c.Key); err == nil {
+			notice = resetNotice(h.clock.Now())
 		}
 		cancel()
 	}
@@ -341,35 +379,44 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, who, action str
 		writeError(w, err)
 	case wantsJSON(r):
 		rep := h.lookup(r, who, "lookup", c.Key)
-		rep.CSRFToken, rep.Done = h.token(who), action
+		rep.CSRFToken, rep.Done, rep.Notice = h.tokenFor(who, may), action, notice
 		writeJSON(w, reportStatus(rep), rep)
 	case errorStatus(err) == http.StatusForbidden:
 		http.Error(w, err.Error(), http.StatusForbidden) // a forged request gets no page
 	case err != nil && ev.Key == "":
-		h.render(w, r, who, pageData{Problem: err.Error()}, errorStatus(err))
+		h.render(w, r, who, pageData{Problem: err.Error(), CanChange: true}, errorStatus(err))
 	case err != nil:
-		h.render(w, r, who, pageData{Key: c.Key, Report: h.lookup(r, who, "lookup", c.Key), Problem: err.Error()}, errorStatus(err))
+		h.render(w, r, who, pageData{Key: c.Key, Report: h.lookup(r, who, "lookup", c.Key), Problem: err.Error(), CanChange: true}, errorStatus(err))
 	default:
 		// Relative, so that it holds wherever the console is mounted,
 		// with or without http.StripPrefix.
-		w.Header().Set("Location", "./?key="+url.QueryEscape(c.Key)+"&done="+action)
+		w.Header().Set("Location", "./?key="+url.QueryEscape(c.Key)+"&done="+h.signNotice(who, c.Key, notice))
 		w.WriteHeader(http.StatusSeeOther)
 	}
 }
 
-// admit reads and checks a change: the origin, then the token, then the
-// input. The origin and the token are checked before anything in the
+// admit reads and checks a change: the person's access, the origin, then
+// the token, then the input. They are checked before anything in the
 // body is believed.
-func (h *handler) admit(w http.ResponseWriter, r *http.Request, who string, refund bool) (change, error) {
-	if err := h.origin.Check(r); err != nil {
-		return change{}, &refusal{http.StatusForbidden, "console: refused a request from another origin: " + err.Error()}
+func (h *handler) admit(w http.ResponseWriter, r *http.Request, who string, may Access, refund bool) (change, error) {
+	err := mayChange(who, may)
+	if err == nil {
+		if err = h.origin.Check(r); err != nil {
+			err = &refusal{http.StatusForbidden, "console: refused a request from another origin: " + err.Error()}
+		}
+	}
+	if err != nil {
+		// Read, not believed: only for the audit trail to name the key
+		// it aimed at.
+		c, _ := readChange(w, r, refund)
+		return change{Key: c.Key}, err
 	}
 	c, err := readChange(w, r, refund)
 	if err != nil {
 		return change{}, err
 	}
-	if !h.validToken(who, c.token) {
-		return change{}, &refusal{http.StatusForbidden, "console: missing or invalid CSRF token"}
+	if !h.validToken(who, c.token, h.clock.Now()) {
+		return change{Key: c.Key}, &refusal{http.StatusForbidden, "console: missing or invalid CSRF token"}
 	}
 	return c, c.check(refund)
 }

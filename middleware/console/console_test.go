@@ -43,7 +43,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	defer twin.Close()
 	f := limiter.MustInFlight("exports", 2)
 	defer f.Close()
-	authorize := func(*http.Request) (string, bool) { return "x", true }
+	authorize := func(*http.Request) (string, console.Access) { return "x", console.Change }
 	observe := func(console.Event) {}
 	for _, tc := range []struct {
 		name string
@@ -256,6 +256,12 @@ func TestMethods(t *testing.T) {
 			w := fx.serve(newRequest(tc.method, tc.target), nil)
 			if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != tc.allow {
 				t.Fatalf("status %d, Allow %q; want 405, %q", w.Code, w.Header().Get("Allow"), tc.allow)
+			}
+			// A change asked with the wrong method (an <img> forgery) is
+			// audited with the key it aimed at.
+			ev := fx.takeEvents()
+			if change := tc.allow == "POST"; change && (len(ev) != 1 || ev[0].Action != tc.name[len("get_"):] || ev[0].Key != "acme" || ev[0].Err == nil) {
+				t.Fatalf("events %+v, want one refused change of acme", ev)
 			}
 		})
 	}

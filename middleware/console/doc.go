@@ -12,8 +12,10 @@
 // every replica within a second, as limiter.Limiter.Reset. The same as
 // JSON serves scripts (see New).
 //
-// It is secure by construction. New requires an authorizer: a request it
-// refuses gets 403 and nothing about the key. A change is a POST from
+// It is secure by construction. New requires an authorizer, which says
+// who asks and whether they may look or also change: a request it
+// refuses gets 403 and nothing about the key, and a person who may only
+// look sees no change form and is refused a change (403, audited). A change is a POST from
 // the console's own origin that carries a CSRF token bound to the person;
 // every key, name and reason is escaped by html/template and the page
 // runs its own script alone (a content security policy); no key is
@@ -21,9 +23,15 @@
 // done or refused, reaches the observer: who, what, which key, when.
 //
 //	h, err := console.New(console.Config{
-//		Authorize: func(r *http.Request) (string, bool) {
+//		Authorize: func(r *http.Request) (string, console.Access) {
 //			u, ok := admins.User(r) // the service's own admin auth
-//			return u, ok
+//			switch {
+//			case !ok:
+//				return "", 0 // refused
+//			case u.OnCall:
+//				return u.Name, console.Change // look, reset and refund
+//			}
+//			return u.Name, console.Look
 //		},
 //		Observe:  func(e console.Event) { audit.Info("console", "who", e.Who, "action", e.Action, "key", e.Key, "err", e.Err) },
 //		Limiters: []*limiter.Limiter{api, monthly},

@@ -16,7 +16,8 @@ type Event struct {
 	// At is when, by the clock of the console's first limiter (or cap).
 	At time.Time
 	// Who is whom Config.Authorize named; empty for a request it
-	// refused.
+	// refused, but for a live view it refused later (asked again every
+	// minute): then the person the stream was for, and Key its key.
 	Who string
 	// Action is what was asked: "lookup" (a key's usage, on the page or
 	// as JSON), "watch" (the page's live updates, once per stream),
@@ -25,13 +26,16 @@ type Event struct {
 	Action string
 	// Key is the key acted on, or for a list the prefix asked for. It is
 	// empty when the key given was refused as bad input (empty, longer
-	// than 4 KiB, not UTF-8), and for a forbidden request.
+	// than 4 KiB, not UTF-8), and for a forbidden request. A change
+	// refused as a forgery (another origin, no token, a GET) names the
+	// key it aimed at.
 	Key string
 	// Policy and Amount are a refund's: the limiter's policy name and
 	// the units asked back.
 	Policy string
 	Amount int64
-	// Reason is the reason given for a reset or a refund.
+	// Reason is the reason given for a reset or a refund; empty for one
+	// refused as a forgery.
 	Reason string
 	// Err is nil when the action was done, else why not: bad input, a
 	// request from another origin or without its CSRF token, a refund
@@ -39,6 +43,8 @@ type Event struct {
 	// some limiters but not others has the first failure.
 	Err error
 	// Request is the request that asked: its remote address, its
-	// headers.
+	// headers. It never carries the CSRF token: a request that had one
+	// (the X-CSRF-Token header, a form's csrf_token) is given as a copy
+	// without it.
 	Request *http.Request
 }

@@ -21,10 +21,11 @@ func ExampleNew() {
 	clk := limitertest.New(time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC))
 	api := limiter.MustNew(limiter.MustPolicy("api", limiter.PerMinute(3)), limiter.WithClock(clk))
 	defer api.Close()
+	roles := map[string]console.Access{"ada": console.Change, "bob": console.Look}
 	h, err := console.New(console.Config{
-		Authorize: func(r *http.Request) (string, bool) {
+		Authorize: func(r *http.Request) (string, console.Access) {
 			who := r.Header.Get("X-Admin") // set by the service's admin auth
-			return who, who != ""
+			return who, roles[who]         // anyone else: refused
 		},
 		Observe: func(e console.Event) {
 			fmt.Printf("audit: %s %s %q by %s (%s)\n", e.At.Format(time.TimeOnly), e.Action, e.Key, e.Who, e.Reason)

@@ -23,7 +23,8 @@ import (
 var t0 = time.Date(2026, 7, 31, 12, 0, 10, 0, time.UTC)
 
 // admin is whom the test authorizer names, unless the request's
-// X-Test-Who header names another; "Authorization: nobody" is refused.
+// X-Test-Who header names another; "Authorization: nobody" is refused,
+// and "X-Test-Role: viewer" may only look; anyone else may change.
 const admin = "ada@support"
 
 // A fixture is a console over one limiter ("api": 5 a minute and 100 a
@@ -53,12 +54,18 @@ func newFixture(t *testing.T, store limiter.Store, edit func(*console.Config)) *
 	f.export = limiter.MustInFlight("exports", 2, opts...)
 	t.Cleanup(func() { f.export.Close() })
 	cfg := console.Config{
-		Authorize: func(r *http.Request) (string, bool) {
+		Authorize: func(r *http.Request) (string, console.Access) {
 			who := r.Header.Get("X-Test-Who")
 			if who == "" {
 				who = admin
 			}
-			return who, r.Header.Get("Authorization") != "nobody"
+			switch {
+			case r.Header.Get("Authorization") == "nobody":
+				return who, 0
+			case r.Header.Get("X-Test-Role") == "viewer":
+				return who, console.Look
+			}
+			return who, console.Change
 		},
 		Observe:  f.observe,
 		Limiters: []*limiter.Limiter{f.api},

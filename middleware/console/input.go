@@ -59,6 +59,11 @@ type change struct {
 	// bad is why a form's amount is no number: reported by check, once
 	// the token has been checked.
 	bad error
+	// badKey is why a form's key64 is no key: reported by check.
+	badKey error
+	// unconfirmed is a form's reset whose confirmation box was not
+	// ticked: refused by check.
+	unconfirmed bool
 }
 
 // isJSON reports whether r's body is JSON (a script's), not a form.
@@ -90,7 +95,13 @@ func readChange(w http.ResponseWriter, r *http.Request, refund bool) (change, er
 			return c, bodyError(err)
 		}
 		f := r.PostForm
-		c.Key, c.Reason, c.Policy, c.token = f.Get("key"), f.Get("reason"), f.Get("policy"), f.Get("csrf_token")
+		c.Key, c.badKey = carriedKey(f)
+		c.Reason, c.Policy, c.token = f.Get("reason"), f.Get("policy"), f.Get("csrf_token")
+		if !refund && f.Get("confirm") != "reset" {
+			// A Reset cannot be undone: the page's form asks for a
+			// tick first. A script's JSON has confirmed in its code.
+			c.unconfirmed = true
+		}
 		if a := f.Get("amount"); refund {
 			n, err := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
 			if err != nil {
@@ -117,17 +128,19 @@ func bodyError(err error) error {
 // check refuses a change with a bad key, no reason, or (for a refund) an
 // amount under 1 or no policy.
 func (c *change) check(refund bool) error {
+	if c.badKey != nil {
+		return c.badKey
+	}
 	if err := checkKey("key", c.Key); err != nil {
 		return err
 	}
 	c.Reason = strings.TrimSpace(c.Reason)
+	if err := checkReason(c.Reason); err != nil {
+		return err
+	}
 	switch {
-	case c.Reason == "":
-		return badInput("console: a reason is required")
-	case len(c.Reason) > maxReason:
-		return badInput("console: reason is %d bytes, more than %d", len(c.Reason), maxReason)
-	case !utf8.ValidString(c.Reason):
-		return badInput("console: reason is not valid UTF-8")
+	case !refund && c.unconfirmed:
+		return badInput("console: tick the box to confirm the reset: it cannot be undone")
 	case !refund:
 		return nil
 	case c.bad != nil:
@@ -136,6 +149,25 @@ func (c *change) check(refund bool) error {
 		return badInput("console: refund amount %d: must be at least 1", c.Amount)
 	case c.Policy == "":
 		return badInput("console: a refund names the policy to refund")
+	}
+	return nil
+}
+
+// checkReason refuses a reason that is empty, over 1 KiB, not UTF-8, or
+// that holds a control or invisible character: an audit log writes the
+// reason on a line of its own, which a line break would forge the next
+// line of, and a bidi override reorder.
+func checkReason(reason string) error {
+	switch {
+	case reason == "":
+		return badInput("console: a reason is required")
+	case len(reason) > maxReason:
+		return badInput("console: reason is %d bytes, more than %d", len(reason), maxReason)
+	case !utf8.ValidString(reason):
+		return badInput("console: reason is not valid UTF-8")
+	case strings.ContainsFunc(reason, hidden):
+		r := []rune(reason[strings.IndexFunc(reason, hidden):])[0]
+		return badInput("console: reason has a control or invisible character (U+%04X): write it on one line, in plain text", r)
 	}
 	return nil
 }

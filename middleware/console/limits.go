@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -105,9 +106,10 @@ func (s *source) reset(ctx context.Context, key string) error {
 }
 
 // refund returns amount to key's current windows of the limiter named
-// policy, after reading them: an amount past the most the key used in
-// any of them is refused, and so is one of a policy no limiter has.
-func (s *source) refund(ctx context.Context, key, policy string, amount int64) error {
+// policy, after reading them, and says what each window got back: an
+// amount past the most the key used in any of them is refused, and so
+// is one of a policy no limiter has.
+func (s *source) refund(ctx context.Context, key, policy string, amount int64) ([]returned, error) {
 	var l *limiter.Limiter
 	for _, c := range s.limiters {
 		if c.Policy().Name() == policy {
@@ -115,31 +117,78 @@ func (s *source) refund(ctx context.Context, key, policy string, amount int64) e
 		}
 	}
 	if l == nil {
-		return &refusal{http.StatusBadRequest, fmt.Sprintf("console: no limiter has policy %q", policy)}
+		return nil, &refusal{http.StatusBadRequest, fmt.Sprintf("console: no limiter has policy %q", policy)}
 	}
 	plan, zone, err := s.lookup(ctx, key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	kl, err := s.limiterFor(plan, zone, l)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	u, err := kl.Usage(ctx, key)
 	if err != nil {
-		return fmt.Errorf("console: read %q: %w", policy, err)
+		return nil, fmt.Errorf("console: read %q: %w", policy, err)
 	}
 	var used int64
 	for _, w := range u.Windows {
 		used = max(used, w.Used)
 	}
 	if amount > used {
-		return &refusal{http.StatusConflict, fmt.Sprintf("console: refund of %d is past what the key used under %q (%d at most in any window now): nothing refunded", amount, policy, used)}
+		return nil, &refusal{http.StatusConflict, fmt.Sprintf("console: refund of %d is past what the key used under %q (%d at most in any window now): nothing refunded", amount, policy, used)}
 	}
+	before := kl.Clock().Now()
 	if err := kl.RefundUsage(ctx, key, amount, u); err != nil {
-		return fmt.Errorf("console: refund %q: %w", policy, err)
+		return nil, fmt.Errorf("console: refund %q: %w", policy, err)
 	}
-	return nil
+	after := kl.Clock().Now()
+	// RefundUsage gives nothing to a window that ended between the read
+	// and the refund, and takes a window down to zero at most.
+	back := make([]returned, len(u.Windows))
+	for i, w := range u.Windows {
+		back[i] = returned{window: w.Name, most: min(amount, w.Used)}
+		switch {
+		case w.ResetAt.After(after):
+			back[i].least = back[i].most
+		case !w.ResetAt.After(before):
+			back[i].most, back[i].ended = 0, true
+		}
+	}
+	return back, nil
+}
+
+// A returned is what a refund gave back to one window: most, unless
+// the window ended while the refund ran (then between least and most).
+type returned struct {
+	window      string
+	least, most int64
+	ended       bool // before the refund began: it got nothing
+}
+
+// refundNotice says what a refund gave back: "3 returned", or per
+// window when the windows got different amounts, "0 returned to 1m0s
+// (its window had ended), 3 to day@Europe/Paris".
+func refundNotice(back []returned) string {
+	same := len(back) > 0 && back[0].least == back[0].most
+	for _, b := range back {
+		same = same && b.least == back[0].least && b.most == back[0].most && b.ended == back[0].ended
+	}
+	if same {
+		return fmt.Sprintf("%d returned", back[0].most)
+	}
+	parts := make([]string, len(back))
+	for i, b := range back {
+		switch {
+		case b.ended:
+			parts[i] = fmt.Sprintf("0 to %s (its window had ended)", b.window)
+		case b.least == b.most:
+			parts[i] = fmt.Sprintf("%d to %s", b.most, b.window)
+		default:
+			parts[i] = fmt.Sprintf("%d or %d to %s (its window ended during the refund)", b.least, b.most, b.window)
+		}
+	}
+	return "returned " + strings.Join(parts, ", ")
 }
 
 // policyNames returns the names of the limiters and of the caps, for New

@@ -15,35 +15,31 @@ import (
 //go:embed assets
 var assets embed.FS
 
-var pageTemplate = template.Must(template.ParseFS(assets, "assets/console.html"))
+var pageTemplate = template.Must(template.New("console.html").Funcs(template.FuncMap{"key64": key64, "shown": shown, "shownText": shownText}).ParseFS(assets, "assets/console.html"))
 
 // pageData is what the page shows: a key's report, or the form to look
 // one up, and a listing when the service gave a lister.
 type pageData struct {
-	Key     string
-	Report  *report
-	Token   string
-	Notice  string // what was just done, from the redirect after a change
-	Problem string // why a request was refused, or a read failed
-	CanList bool
-	Prefix  string
-	Keys    []string
-	More    bool
-}
-
-// notices are what the page says after a change: the redirect names the
-// change, never the text.
-var notices = map[string]string{
-	"reset":  "Key reset: its next request starts a fresh budget, on every replica within a second.",
-	"refund": "Refund applied: every replica sees it within a second.",
+	Key    string
+	Report *report
+	Token  string
+	// CanChange shows the forms to reset and refund: the person may
+	// change.
+	CanChange bool
+	Notice    string // what was just done, from the signed redirect after a change
+	Problem   string // why a request was refused, or a read failed
+	CanList   bool
+	Prefix    string
+	Keys      []string
+	More      bool
 }
 
 // page answers GET ./ and GET ./?key=K: the lookup form, K's windows and
 // slots if asked, and the keys Config.List gives if there is one and no
 // key was asked.
-func (h *handler) page(w http.ResponseWriter, r *http.Request, who string) {
+func (h *handler) page(w http.ResponseWriter, r *http.Request, who string, may Access) {
 	q := r.URL.Query()
-	d := pageData{Notice: notices[q.Get("done")]}
+	d := pageData{CanChange: mayChange(who, may) == nil}
 	status := http.StatusOK
 	switch _, asked := q["key"]; {
 	case asked:
@@ -54,9 +50,14 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, who string) {
 			break
 		}
 		d.Key, d.Report = key, h.lookup(r, who, "lookup", key)
+		d.Notice = h.readNotice(who, key, q.Get("done"))
 		status = reportStatus(d.Report)
 	case h.list != nil:
-		d.Prefix = q.Get("prefix")
+		// A refused prefix is not echoed: it may be 4 KiB and more,
+		// or not UTF-8 in a UTF-8 page.
+		if p, err := okPrefix(r); err == nil {
+			d.Prefix = p
+		}
 		var err error
 		if d.Keys, d.More, err = h.listKeys(r, who); err != nil {
 			d.Problem, status = err.Error(), errorStatus(err)
@@ -68,7 +69,10 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, who string) {
 // render writes the page with status. It renders into a buffer first,
 // so that a template error is a 500, not half a page.
 func (h *handler) render(w http.ResponseWriter, r *http.Request, who string, d pageData, status int) {
-	d.Token, d.CanList = h.token(who), h.list != nil
+	d.CanList = h.list != nil
+	if d.CanChange {
+		d.Token = h.token(who, h.clock.Now())
+	}
 	if d.Report != nil && d.Report.Failed && d.Problem == "" {
 		d.Problem = "A store could not be read: the limits it keeps are not shown (the reason is beside each)."
 	}

@@ -46,7 +46,7 @@ func TestOnRedis(t *testing.T) {
 		t.Fatalf("usage on Redis %+v", u)
 	}
 	token := fx.token(t)
-	w := fx.postForm("/admin/limits/reset", url.Values{"key": {"acme"}, "reason": {"r"}, "csrf_token": {token}})
+	w := fx.postForm("/admin/limits/reset", url.Values{"key": {"acme"}, "reason": {"r"}, "csrf_token": {token}, "confirm": {"reset"}})
 	if w.Code != http.StatusSeeOther {
 		t.Fatalf("reset: %d %s", w.Code, w.Body.String())
 	}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 )
@@ -14,17 +15,29 @@ const (
 	// streamFor bounds one stream; the browser opens another (and the
 	// observer hears of it) when it ends.
 	streamFor = 30 * time.Minute
+	// reauthorize is how often a stream asks Config.Authorize again: a
+	// person whose access was revoked stops seeing the key within it.
+	reauthorize = time.Minute
 )
 
 // watch answers GET events?key=K with server-sent events: K's report
 // now, then every second while the page is open, each an event named
 // "usage" whose data is the report's JSON. The observer hears of the
-// stream once ("watch"), not of every update. Each write pushes the
+// stream once ("watch"), not of every update. Every minute the stream
+// asks Config.Authorize again, and ends when it refuses or names another
+// person (an event "forbidden" with the key). Each write pushes the
 // connection's write deadline on, so that a server's WriteTimeout does
 // not cut a stream short.
-func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string) {
+func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string, may Access) {
 	key, ok := h.queryKey(w, r, who, "watch")
 	if !ok {
+		return
+	}
+	if r.Method == http.MethodHead {
+		// A HEAD gets the stream's headers and no stream: nothing is
+		// read, and the connection is free for its next request.
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -37,8 +50,13 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string) {
 	defer end.Stop()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	again := time.NewTicker(reauthorize)
+	defer again.Stop()
 	rep := h.lookup(r, who, "watch", key)
 	for {
+		// The current token, for the page's forms: it rotates while
+		// the page is open.
+		rep.CSRFToken = h.tokenFor(who, may)
 		b, err := json.Marshal(rep)
 		if err != nil {
 			return
@@ -55,6 +73,13 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, who string) {
 			return
 		case <-end.C:
 			return
+		case <-again.C:
+			var now string
+			if now, may = h.authorize(r); may < Look || now != who {
+				h.observe(Event{At: h.clock.Now(), Who: who, Action: "forbidden", Key: key, Request: r,
+					Err: errors.New("console: a stream's Config.Authorize refused it, or named another")})
+				return
+			}
 		case <-tick.C:
 		}
 		rep, _ = h.read(r, key)

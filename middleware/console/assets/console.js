@@ -15,7 +15,7 @@
       return v === undefined || v === null ? undefined : v[k];
     }, obj);
   }
-  var source = new EventSource("events?key=" + encodeURIComponent(usage.dataset.key));
+  var source = new EventSource("events?key64=" + encodeURIComponent(usage.dataset.key64));
   source.addEventListener("usage", function (e) {
     var report = JSON.parse(e.data);
     var stale = false;
@@ -32,6 +32,11 @@
         el.textContent = String(v);
       }
     });
+    if (report.csrf_token) {
+      document.querySelectorAll('input[name="csrf_token"]').forEach(function (el) {
+        el.value = report.csrf_token;
+      });
+    }
     if (stale) {
       source.close();
       window.location.reload();

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -102,21 +103,29 @@ func newTab(t *testing.T, browser context.Context) context.Context {
 // loopback clients, with the audit trail kept.
 type site struct {
 	url    string // the console's page, ending in /admin/limits/
+	clk    *limitertest.Clock
 	api    *limiter.Limiter
 	export *limiter.InFlight
 	mu     sync.Mutex
 	events []console.Event
 }
 
-// newSite starts a site on the memory store, or on store if not nil.
+// newSite starts a site on the memory store, or on store if not nil,
+// whose loopback user may change.
 func newSite(t *testing.T, store limiter.Store) *site {
+	t.Helper()
+	return newSiteFor(t, store, console.Change)
+}
+
+// newSiteFor starts a site whose loopback user may do what may says.
+func newSiteFor(t *testing.T, store limiter.Store, may console.Access) *site {
 	t.Helper()
 	paris, err := time.LoadLocation("Europe/Paris")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &site{}
-	opts := []limiter.Option{limiter.WithClock(limitertest.New(t0))}
+	s := &site{clk: limitertest.New(t0)}
+	opts := []limiter.Option{limiter.WithClock(s.clk)}
 	if store != nil {
 		opts = append(opts, limiter.WithStore(store))
 	}
@@ -125,10 +134,12 @@ func newSite(t *testing.T, store limiter.Store) *site {
 	s.export = limiter.MustInFlight("exports", 3, opts...)
 	t.Cleanup(func() { s.export.Close() })
 	h, err := console.New(console.Config{
-		Authorize: func(r *http.Request) (string, bool) {
+		Authorize: func(r *http.Request) (string, console.Access) {
 			host, _, err := net.SplitHostPort(r.RemoteAddr)
-			ip := net.ParseIP(host)
-			return "support@browsertest", err == nil && ip != nil && ip.IsLoopback()
+			if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+				return "", 0
+			}
+			return "support@browsertest", may
 		},
 		Observe: func(e console.Event) {
 			s.mu.Lock()
@@ -275,8 +286,19 @@ func TestLookUpWatchAndReset(t *testing.T) {
 				t.Fatal("a sixth request of 5 a minute admitted")
 			}
 
+			// Reset asks for a tick first: without it the form is not sent.
 			if err := chromedp.Do(tab,
 				chromedp.SendKeys(chromedp.CSS(`#reset-reason`), "ticket 4711"),
+				chromedp.Click(chromedp.CSS(`#reset`)),
+			); err != nil {
+				t.Fatal(err)
+			}
+			unsent, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.querySelector("#reset-confirm").validity.valueMissing && !document.querySelector("#notice")`))
+			if err != nil || !unsent || s.admitted(t, "acme") {
+				t.Fatalf("Reset without its tick: unsent %v, %v; want the form not sent and the key refused", unsent, err)
+			}
+			if err := chromedp.Do(tab,
+				chromedp.Click(chromedp.CSS(`#reset-confirm`)),
 				chromedp.Click(chromedp.CSS(`#reset`)),
 				chromedp.WaitVisible(chromedp.CSS(`#notice`)),
 			); err != nil {
@@ -303,6 +325,118 @@ func TestLookUpWatchAndReset(t *testing.T) {
 	}
 }
 
+// TestKeysWithControlCharacters: a key with NUL or LF, opened by its
+// query, is the key the live view shows and the page's Reset resets.
+func TestKeysWithControlCharacters(t *testing.T) {
+	browser := startBrowser(t)
+	for _, key := range []string{"nul\x00key", "lf\nkey"} {
+		t.Run(strconv.Quote(key), func(t *testing.T) {
+			s := newSite(t, nil)
+			s.spend(t, key, 5)
+			tab := newTab(t, browser)
+			if err := chromedp.Do(tab, chromedp.Navigate(s.url+"?key="+url.QueryEscape(key)), chromedp.WaitVisible(chromedp.CSS(`#usage`))); err != nil {
+				t.Fatal(err)
+			}
+			waitText(t, tab, `#live`, "updating every second")
+			s.spend(t, "nul\uFFFDkey", 1) // what an attribute makes of NUL: the live view must not show it
+			waitText(t, tab, cell("limiters.0.windows.0.used"), "5")
+			if err := chromedp.Do(tab,
+				chromedp.SendKeys(chromedp.CSS(`#reset-reason`), "ticket 4712"),
+				chromedp.Click(chromedp.CSS(`#reset-confirm`)),
+				chromedp.Click(chromedp.CSS(`#reset`)),
+				chromedp.WaitVisible(chromedp.CSS(`#notice`)),
+			); err != nil {
+				t.Fatal(err)
+			}
+			if !s.admitted(t, key) {
+				t.Fatalf("%q is refused after the page's Reset", key)
+			}
+			s.mu.Lock()
+			var reset console.Event
+			for _, e := range s.events {
+				if e.Action == "reset" {
+					reset = e
+				}
+			}
+			s.mu.Unlock()
+			if reset.Key != key || reset.Err != nil {
+				t.Fatalf("the audit trail's reset %+v, want one of %q", reset, key)
+			}
+		})
+	}
+}
+
+// TestOpenPageKeepsAFreshToken: a page left open while its CSRF token
+// expires (two hours on the site's clock) still resets: its live view
+// hands the forms the current token.
+func TestOpenPageKeepsAFreshToken(t *testing.T) {
+	browser := startBrowser(t)
+	s := newSite(t, nil)
+	s.spend(t, "acme", 5)
+	tab := newTab(t, browser)
+	if err := chromedp.Do(tab, chromedp.Navigate(s.url+"?key=acme"), chromedp.WaitVisible(chromedp.CSS(`#usage`))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, tab, `#live`, "updating every second")
+	first, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.querySelector("form.reset input[name=csrf_token]").value`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.clk.Advance(2*time.Hour + time.Minute)
+	s.spend(t, "acme", 5) // a new minute: the page sees 5 used once it has a new report, and its token
+	waitText(t, tab, cell("limiters.0.windows.0.used"), "5")
+	expr := `document.querySelector("form.reset input[name=csrf_token]").value !== ` + js(first)
+	if _, err := chromedp.Run(tab, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(waitTimeout))); err != nil {
+		t.Fatalf("the form's token is still the one two hours old: %v", err)
+	}
+	if err := chromedp.Do(tab,
+		chromedp.SendKeys(chromedp.CSS(`#reset-reason`), "ticket 4713"),
+		chromedp.Click(chromedp.CSS(`#reset-confirm`)),
+		chromedp.Click(chromedp.CSS(`#reset`)),
+		chromedp.WaitVisible(chromedp.CSS(`#notice`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if !s.admitted(t, "acme") {
+		t.Fatal("the key is refused after a reset from a page open for two hours")
+	}
+}
+
+// TestViewerSeesNoForm: a person who may only look sees the key's usage
+// and no form to change it; a reset posted from the page anyway is
+// refused (403) and audited with its key.
+func TestViewerSeesNoForm(t *testing.T) {
+	browser := startBrowser(t)
+	s := newSiteFor(t, nil, console.Look)
+	s.spend(t, "acme", 3)
+	tab := newTab(t, browser)
+	if err := chromedp.Do(tab, chromedp.Navigate(s.url+"?key=acme"), chromedp.WaitVisible(chromedp.CSS(`#look-only`))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, tab, cell("limiters.0.windows.0.used"), "3")
+	forms, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll("form.reset, form.refund, input[name=csrf_token]").length`))
+	if err != nil || forms != 0 {
+		t.Fatalf("a viewer's page has %d change forms or tokens, %v; want none", forms, err)
+	}
+	status, err := chromedp.Run(tab, chromedp.Evaluate[int](`fetch("reset", {method: "POST",
+		body: new URLSearchParams({key: "acme", reason: "forged", confirm: "reset"})}).then(r => r.status)`, chromedp.EvalAwaitPromise))
+	if err != nil || status != http.StatusForbidden {
+		t.Fatalf("a viewer's reset: status %d, %v; want 403", status, err)
+	}
+	if e := s.lastEvent(); e.Action != "reset" || e.Key != "acme" || e.Err == nil {
+		t.Fatalf("the audit trail's last event %+v, want a refused reset of acme", e)
+	}
+	admitted := 0 // of 3 more: 2 with 3 of 5 used, 3 had the key been reset
+	for range 3 {
+		if s.admitted(t, "acme") {
+			admitted++
+		}
+	}
+	if admitted != 2 {
+		t.Fatalf("%d of 3 more admitted, want 2: a viewer's reset reset the key", admitted)
+	}
+}
+
 // TestMarkupKeyRendersAsText: a key that is a script, looked up through
 // the form, is shown as text, in the heading, the title and the form; no
 // script of it runs (no dialog opens, the page holds its one script).
@@ -312,14 +446,22 @@ func TestMarkupKeyRendersAsText(t *testing.T) {
 	s := newSite(t, nil)
 	s.spend(t, xss, 1)
 	tab := newTab(t, browser)
+	// A dialog that opens is reported, then closed, so that the page
+	// goes on and the test ends with what it saw.
 	dialog := make(chan string, 4)
-	if err := chromedp.Listen(tab, func(ev any) {
-		if d, ok := ev.(interface{ GetMessage() string }); ok {
-			dialog <- d.GetMessage()
+	dialogs := chromedp.Events(tab, page.JavascriptDialogOpening)
+	go func() {
+		for ev, err := range dialogs {
+			if err != nil {
+				return
+			}
+			select {
+			case dialog <- ev.Message:
+			default:
+			}
+			_, _ = chromedp.Call(tab, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
 		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	}()
 	if err := chromedp.Do(tab,
 		chromedp.Navigate(s.url),
 		chromedp.WaitVisible(chromedp.CSS(`#key`)),
@@ -336,13 +478,13 @@ func TestMarkupKeyRendersAsText(t *testing.T) {
 		String(document.scripts.length),
 		document.title,
 		document.querySelector("#key").value,
-		document.querySelector("#usage").dataset.key,
+		atob(document.querySelector("#usage").dataset.key64.replace(/-/g, "+").replace(/_/g, "/")),
 		String(document.querySelectorAll("#usage script, main script").length)]`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"1", xss + " · Rate limits", xss, xss, "0"}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("scripts, title, input, data-key, scripts in main: %q, want %q", got, want)
+		t.Fatalf("scripts, title, input, data-key64, scripts in main: %q, want %q", got, want)
 	}
 	select {
 	case m := <-dialog:
