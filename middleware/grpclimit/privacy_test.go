@@ -157,7 +157,7 @@ func TestNoPersonalDataInRedis(t *testing.T) {
 	// The console finds the customer by the clear key, with both doors'
 	// usage.
 	con, err := console.New(console.Config{
-		Authorize: func(*http.Request) (string, bool) { return "support", true },
+		Authorize: func(*http.Request) (string, console.Access) { return "support", console.Change },
 		Observe:   func(console.Event) {},
 		Limiters:  []*limiter.Limiter{api, keys, tokens},
 		Caps:      []*limiter.InFlight{exports},
