@@ -210,5 +210,5 @@ func TestUsageMatchesHeadersMemory(t *testing.T) {
 }
 
 func TestUsageMatchesHeadersRedis(t *testing.T) {
-	testUsageMatchesHeaders(t, planStores{"redis", 1, true}.stores(t)[0])
+	testUsageMatchesHeaders(t, planStores{name: "redis", replicas: 1, redis: true}.stores(t)[0])
 }
