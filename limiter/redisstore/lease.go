@@ -339,7 +339,7 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 		ids[i], start, end = id, max(start, s), min(end, e)
 	}
 	var offset int64
-	first := start
+	first, last := start, end // the windows' span, Redis's ms under serverClock
 	if l.server {
 		// t was read before the round trip, so t + offset runs ahead of
 		// Redis's clock by the time the request took to reach Redis: the
@@ -367,6 +367,13 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 	}
 	switch {
 	case e.known && ids == e.ids:
+		if l.server {
+			// The span's decisions are dated with the offset of the
+			// grant that opened it (spend): a later grant that reached
+			// Redis faster, a smaller offset, extends the span only
+			// as far as that dating stays in the windows.
+			end = min(end, last-e.offset)
+		}
 		if r.granted > 0 {
 			if e.held > 0 {
 				// What was held is now older than the latest grant,

@@ -820,3 +820,53 @@ func (l *leases) held(p *limiter.Policy, key string) int64 {
 	}
 	return 0
 }
+
+// TestLeaseServerClockSpanKeepsItsOffset: under serverClock a span's
+// decisions are dated by the offset of the grant that opened it; a later
+// grant in the same windows, whose request reached Redis faster (a
+// smaller offset), must not stretch the span past the instant where that
+// dating crosses into the next window. (It did: the span's end came from
+// the later grant's offset, its dating from the first's, and a request
+// near the end was decided from units charged in one window but dated in
+// the next, where its count looked empty: one over the next window's
+// limit by DecidedAt, as TestLeasesExactServerClock saw under load.)
+func TestLeaseServerClockSpanKeepsItsOffset(t *testing.T) {
+	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 10}, 64, true, new(keyCache))
+	var mono time.Duration
+	l.mono = func() time.Duration { return mono }
+	p := limiter.MustPolicy("offset", limiter.PerSecond(100)) // cap 10
+	ctx := context.Background()
+	req := limiter.Request{Key: "k", Policy: p, Cost: 1}
+	mono = 90 * time.Millisecond
+	if _, tk, ok, err := l.take(ctx, &req, farDeadline); ok || err != nil || tk.want != 0 {
+		t.Fatalf("first request: got ticket %+v ok %v, %v; want no lease asked for", tk, ok, err)
+	}
+	mono = 100 * time.Millisecond
+	_, lender, ok, err := l.take(ctx, &req, farDeadline)
+	if ok || err != nil || lender.want == 0 || lender.ch == nil {
+		t.Fatalf("lease request: got ticket %+v ok %v, %v; want a lease asked for", lender, ok, err)
+	}
+	const windowStart = 1796119235000
+	// The first grant's request took 100 ms to reach Redis (offset
+	// windowStart+800): its span ends at local 200 ms.
+	r := &result{allowed: true, at: windowStart + 900, granted: 5}
+	l.settle(&lender, &req, r, time.UnixMilli(windowStart+900), true)
+	sh := l.shard("k")
+	e := sh.m[entryKey(p, "k")]
+	// A second grant in the same window, whose request set out at local
+	// 150 ms and reached Redis at once (offset windowStart+760).
+	again := leaseTicket{t: 150, epoch: sh.epoch.Load()}
+	r2 := &result{allowed: true, at: windowStart + 910, granted: 5}
+	r2.counts[0] = 6
+	l.settle(&again, &req, r2, time.UnixMilli(windowStart+910), true)
+	for ms := int64(150); ms < 260; ms += 10 {
+		d, ok := l.spend(e, &req, ms)
+		if !ok {
+			continue
+		}
+		if got := d.DecidedAt().UnixMilli(); got >= windowStart+1000 {
+			t.Fatalf("at local %d ms: decided from the lease of window [%d, %d) but dated %d, in the next window",
+				ms, windowStart, windowStart+1000, got)
+		}
+	}
+}
