@@ -94,7 +94,7 @@ type leaseEntry struct {
 	start, end int64
 	known      bool
 	ids        [limiter.MaxWindows]int64 // the windows' ids
-	offset     int64                     // serverClock: Redis's ms = t + offset
+	offset     int64                     // serverClock: Redis's ms ≥ t + offset, the decisions' dating
 	first      int64                     // serverClock: the span's start, Redis's ms
 	held       int64                     // units leased and not yet spent, in the span
 	// The grants' instants, as decisions are dated (the limiter's clock,
@@ -339,13 +339,20 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 		ids[i], start, end = id, max(start, s), min(end, e)
 	}
 	var offset int64
-	first, last := start, end // the windows' span, Redis's ms under serverClock
+	first := start
 	if l.server {
-		// t was read before the round trip, so t + offset runs ahead of
-		// Redis's clock by the time the request took to reach Redis: the
-		// lease ends early, never late.
-		offset = ms - tk.t
-		start, end = math.MinInt64, end-offset
+		// Redis read ms between tk.t and now, the reply's arrival, by
+		// the replica's clock: at any later instant t Redis's clock
+		// reads between t + ms - now and t + ms - tk.t. The span ends by
+		// the later reading (t read before the round trip runs ahead by
+		// the time the request took to reach Redis): the lease ends
+		// early, never late. Its decisions are dated by the earlier
+		// (spend), never after Redis's clock: a decision made before a
+		// Reset by another replica is dated before it, and its refund
+		// returns nothing into the fresh count (refund.lua judges by
+		// the Reset's mark).
+		offset = ms - l.now(req)
+		start, end = math.MinInt64, end-(ms-tk.t)
 	}
 	// At most maxLocalAge from the request that set out for it, so that
 	// a change another replica makes (a Reset, a lowered limit) is obeyed
@@ -367,13 +374,9 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 	}
 	switch {
 	case e.known && ids == e.ids:
-		if l.server {
-			// The span's decisions are dated with the offset of the
-			// grant that opened it (spend): a later grant that reached
-			// Redis faster, a smaller offset, extends the span only
-			// as far as that dating stays in the windows.
-			end = min(end, last-e.offset)
-		}
+		// Both readings bound the same clock: a later grant may only
+		// narrow the dating's margin.
+		e.offset = max(e.offset, offset)
 		if r.granted > 0 {
 			if e.held > 0 {
 				// What was held is now older than the latest grant,

@@ -821,16 +821,20 @@ func (l *leases) held(p *limiter.Policy, key string) int64 {
 	return 0
 }
 
-// TestLeaseServerClockSpanKeepsItsOffset: under serverClock a span's
-// decisions are dated by the offset of the grant that opened it; a later
-// grant in the same windows, whose request reached Redis faster (a
-// smaller offset), must not stretch the span past the instant where that
-// dating crosses into the next window. (It did: the span's end came from
-// the later grant's offset, its dating from the first's, and a request
-// near the end was decided from units charged in one window but dated in
-// the next, where its count looked empty: one over the next window's
-// limit by DecidedAt, as TestLeasesExactServerClock saw under load.)
-func TestLeaseServerClockSpanKeepsItsOffset(t *testing.T) {
+// TestLeaseServerClockDatesNeverLate: under serverClock a lease's
+// decisions are dated no later than Redis's clock could read at their
+// instant, and never past the windows their units were charged in. Two
+// grants in one window: the first's round trip took 100 ms (Redis read
+// W+900 between local 100 and 200 ms), the second's 10 ms (W+950 between
+// 205 and 215 ms), so at local t Redis reads between t+W+735 and
+// t+W+745. (Before, decisions were dated by the first grant's request
+// time, t+W+800, ahead of Redis by up to the trip there: a decision made
+// before another replica's Reset was dated after it, and its refund
+// returned into the fresh count; and with the span's end set by the
+// second grant, a request near its end was dated in the next window,
+// where its count looked empty: one over that window's limit by
+// DecidedAt, as TestLeasesExactServerClock saw now and then under load.)
+func TestLeaseServerClockDatesNeverLate(t *testing.T) {
 	l := newLeases(leaseConfig{on: true, horizon: 50 * time.Millisecond, divisor: 10}, 64, true, new(keyCache))
 	var mono time.Duration
 	l.mono = func() time.Duration { return mono }
@@ -846,27 +850,32 @@ func TestLeaseServerClockSpanKeepsItsOffset(t *testing.T) {
 	if ok || err != nil || lender.want == 0 || lender.ch == nil {
 		t.Fatalf("lease request: got ticket %+v ok %v, %v; want a lease asked for", lender, ok, err)
 	}
-	const windowStart = 1796119235000
-	// The first grant's request took 100 ms to reach Redis (offset
-	// windowStart+800): its span ends at local 200 ms.
-	r := &result{allowed: true, at: windowStart + 900, granted: 5}
-	l.settle(&lender, &req, r, time.UnixMilli(windowStart+900), true)
+	const w = 1796119235000 // the window's start, Redis's ms
+	mono = 200 * time.Millisecond
+	l.settle(&lender, &req, &result{allowed: true, at: w + 900, granted: 5}, time.UnixMilli(w+900), true)
 	sh := l.shard("k")
 	e := sh.m[entryKey(p, "k")]
-	// A second grant in the same window, whose request set out at local
-	// 150 ms and reached Redis at once (offset windowStart+760).
-	again := leaseTicket{t: 150, epoch: sh.epoch.Load()}
-	r2 := &result{allowed: true, at: windowStart + 910, granted: 5}
+	again := leaseTicket{t: 205, epoch: sh.epoch.Load()}
+	r2 := &result{allowed: true, at: w + 950, granted: 5}
 	r2.counts[0] = 6
-	l.settle(&again, &req, r2, time.UnixMilli(windowStart+910), true)
-	for ms := int64(150); ms < 260; ms += 10 {
+	mono = 215 * time.Millisecond
+	l.settle(&again, &req, r2, time.UnixMilli(w+950), true)
+	decided := 0
+	for ms := int64(215); ms < 300; ms += 5 {
 		d, ok := l.spend(e, &req, ms)
 		if !ok {
 			continue
 		}
-		if got := d.DecidedAt().UnixMilli(); got >= windowStart+1000 {
-			t.Fatalf("at local %d ms: decided from the lease of window [%d, %d) but dated %d, in the next window",
-				ms, windowStart, windowStart+1000, got)
+		decided++
+		got := d.DecidedAt().UnixMilli()
+		if got >= w+1000 {
+			t.Fatalf("at local %d ms: decided from the lease of window [%d, %d) but dated %d, in the next window", ms, w, w+1000, got)
 		}
+		if got > ms+w+735 {
+			t.Fatalf("at local %d ms: dated %d, after Redis's clock could read (%d at the earliest)", ms, got, ms+w+735)
+		}
+	}
+	if decided == 0 {
+		t.Fatal("no request decided from the lease")
 	}
 }
