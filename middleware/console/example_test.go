@@ -25,7 +25,7 @@ func ExampleNew() {
 	h, err := console.New(console.Config{
 		Authorize: func(r *http.Request) (string, console.Access) {
 			who := r.Header.Get("X-Admin") // set by the service's admin auth
-			return who, roles[who]         // anyone else: refused
+			return who, roles[who]         // console.Look, console.Change; anyone else: refused
 		},
 		Observe: func(e console.Event) {
 			fmt.Printf("audit: %s %s %q by %s (%s)\n", e.At.Format(time.TimeOnly), e.Action, e.Key, e.Who, e.Reason)
