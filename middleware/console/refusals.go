@@ -80,7 +80,8 @@ type Refusals struct {
 	closed bool
 	err    error // the last write's
 
-	write sync.Mutex // one write at a time
+	write   sync.Mutex     // one write at a time
+	pending sync.WaitGroup // the timer's write, from its arming to its end
 }
 
 // NewRefusals returns a Refusals as cfg says. It refuses negative Keys,
@@ -136,6 +137,7 @@ func (r *Refusals) Observe(e middleware.Event) {
 	if r.board != nil && r.timer == nil && !r.closed {
 		// The pace is the wall clock's: it bounds writes to Redis, which
 		// a test's clock does not slow.
+		r.pending.Add(1)
 		r.timer = time.AfterFunc(time.Until(r.last.Add(shareEvery)), r.share)
 	}
 }
@@ -164,6 +166,7 @@ func refusalOf(key, policy string, d *limiter.Decision) (hitters.Refusal, bool) 
 
 // share writes the summary when its timer fires.
 func (r *Refusals) share() {
+	defer r.pending.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), shareTimeout)
 	defer cancel()
 	_ = r.Flush(ctx) // kept in r.err, which the console shows
@@ -180,10 +183,7 @@ func (r *Refusals) Flush(ctx context.Context) error {
 	r.write.Lock()
 	defer r.write.Unlock()
 	r.mu.Lock()
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
+	r.disarm()
 	r.last = time.Now()
 	s := hitboard.Summary{At: r.latest, Entries: r.sketch.Entries(r.latest)}
 	r.mu.Unlock()
@@ -197,19 +197,30 @@ func (r *Refusals) Flush(ctx context.Context) error {
 	return err
 }
 
+// disarm stops the timer of the next write, if one is armed; a write
+// it began already goes on. r.mu is held.
+func (r *Refusals) disarm() {
+	if r.timer != nil && r.timer.Stop() {
+		r.pending.Done()
+	}
+	r.timer = nil
+}
+
 // Close stops the writes of the summary, after writing what was not
-// written yet.
+// written yet, and returns when no write is under way.
 func (r *Refusals) Close() error {
 	r.mu.Lock()
-	pending := r.timer != nil
+	unwritten := r.timer != nil
 	r.closed = true
 	r.mu.Unlock()
-	if !pending {
-		return nil
+	var err error
+	if unwritten {
+		ctx, cancel := context.WithTimeout(context.Background(), shareTimeout)
+		err = r.Flush(ctx)
+		cancel()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), shareTimeout)
-	defer cancel()
-	return r.Flush(ctx)
+	r.pending.Wait()
+	return err
 }
 
 // shared returns the form of key other replicas see: its hash under
