@@ -64,6 +64,12 @@ type Config struct {
 	// behind one balancer need one secret, or a page one served is
 	// refused by another.
 	CSRFSecret []byte
+	// Refusals, if set, is what the service's doors refused in the last
+	// hour (fed by their observers): the page and the JSON then say
+	// when a key looked up was refused, under which policy's window,
+	// how many times, and which keys are limited now. Nil: neither is
+	// shown.
+	Refusals *Refusals
 }
 
 // Bounds on the console's own work.
@@ -80,6 +86,7 @@ type handler struct {
 	authorize func(*http.Request) (string, Access)
 	observer  func(Event)
 	list      func(context.Context, string) ([]string, error)
+	refusals  *Refusals
 	src       source
 	clock     limiter.Clock
 	secret    []byte
@@ -95,6 +102,7 @@ type handler struct {
 //	POST ./reset         forget a key under every limiter (key, reason; a form also confirm=reset)
 //	POST ./refund        give units back under one limiter (key, policy, amount, reason)
 //	GET  ./keys?prefix=P keys listed by Config.List, as JSON
+//	GET  ./limited       the keys limited now, by Config.Refusals, as JSON
 //	GET  ./events?key=K  the page's live updates: K's report every second (server-sent events)
 //
 // A key is key=K, or key64=base64url(K) as the page carries it. A POST
@@ -125,7 +133,7 @@ func New(cfg Config) (http.Handler, error) {
 		}
 	}
 	h := &handler{
-		authorize: cfg.Authorize, observer: cfg.Observe, list: cfg.List,
+		authorize: cfg.Authorize, observer: cfg.Observe, list: cfg.List, refusals: cfg.Refusals,
 		src:    source{limiters: cfg.Limiters, caps: cfg.Caps, plan: cfg.Plan},
 		secret: cfg.CSRFSecret, origin: http.NewCrossOriginProtection(),
 	}
@@ -186,6 +194,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.watch(w, r, who, may)
 	case "keys":
 		h.keys(w, r, who)
+	case "limited":
+		h.limited(w, r, who)
 	case "reset", "refund":
 		h.change(w, r, who, name, may)
 	default:
@@ -250,7 +260,44 @@ func (h *handler) usage(w http.ResponseWriter, r *http.Request, who string, may 
 	}
 	rep := h.lookup(r, who, "lookup", key)
 	rep.CSRFToken = h.tokenFor(who, may)
+	rep.Refused = h.refused(r, key)
 	writeJSON(w, reportStatus(rep), rep)
+}
+
+// refused returns key's refusals of the last hour, or nil without
+// Config.Refusals.
+func (h *handler) refused(r *http.Request, key string) *refusedView {
+	if h.refusals == nil {
+		return nil
+	}
+	return h.refusals.about(r.Context(), key, h.clock.Now())
+}
+
+// limitedNow returns the keys limited now, or nil without
+// Config.Refusals; it tells the observer who looked (action "limited").
+func (h *handler) limitedNow(r *http.Request, who string) *limitedView {
+	if h.refusals == nil {
+		return nil
+	}
+	v := h.refusals.limitedNow(r.Context(), h.clock.Now())
+	var err error
+	if v.Error != "" {
+		err = errors.New(v.Error)
+	}
+	h.observe(Event{At: h.clock.Now(), Who: who, Action: "limited", Err: err, Request: r})
+	return v
+}
+
+// limited answers GET limited: the keys limited now as JSON, or 404
+// when the service gave the console no Refusals. Other replicas'
+// refusals that could not be read leave this one's, and an "error".
+func (h *handler) limited(w http.ResponseWriter, r *http.Request, who string) {
+	v := h.limitedNow(r, who)
+	if v == nil {
+		http.NotFound(w, r)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // queryKey returns the key r's query asks about; a bad one it answers

@@ -42,6 +42,11 @@
 //	}
 //	mux.Handle("/admin/limits/", h)
 //
+// With Config.Refusals, fed by the doors' observers (NewRefusals), the
+// page also says why a key was refused in the last hour, after its
+// window rolled over, and which keys are limited now, across replicas
+// that share Redis.
+//
 // The console reads the limiters and caps it is given with their own
 // limits; Config.Plan reads each key under its own plan and zone.
 // docs/console.md shows the page and lists the JSON.

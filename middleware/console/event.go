@@ -7,7 +7,8 @@ import (
 
 // An Event is one thing asked of the console, for an audit trail: who
 // asked for what, on which key, when, and whether it was done.
-// Config.Observe gets one for every lookup, live view, listing, reset and
+// Config.Observe gets one for every lookup, live view, listing (of keys,
+// or of the keys limited now), reset and
 // refund, done or refused, and one for every request Config.Authorize
 // refused. A request for the page's script or style sheet is no event.
 //
@@ -21,7 +22,8 @@ type Event struct {
 	Who string
 	// Action is what was asked: "lookup" (a key's usage, on the page or
 	// as JSON), "watch" (the page's live updates, once per stream),
-	// "list" (keys, through Config.List), "reset", "refund", or
+	// "list" (keys, through Config.List), "limited" (the keys limited
+	// now, through Config.Refusals), "reset", "refund", or
 	// "forbidden" (a request Config.Authorize refused).
 	Action string
 	// Key is the key acted on, or for a list the prefix asked for. It is

@@ -32,6 +32,7 @@ type pageData struct {
 	Prefix    string
 	Keys      []string
 	More      bool
+	Limited   *limitedView // with Config.Refusals, when no key is asked
 }
 
 // page answers GET ./ and GET ./?key=K: the lookup form, K's windows and
@@ -50,9 +51,14 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, who string, may A
 			break
 		}
 		d.Key, d.Report = key, h.lookup(r, who, "lookup", key)
+		d.Report.Refused = h.refused(r, key)
 		d.Notice = h.readNotice(who, key, q.Get("done"))
 		status = reportStatus(d.Report)
-	case h.list != nil:
+	default:
+		d.Limited = h.limitedNow(r, who)
+		if h.list == nil {
+			break
+		}
 		// A refused prefix is not echoed: it may be 4 KiB and more,
 		// or not UTF-8 in a UTF-8 page.
 		if p, err := okPrefix(r); err == nil {

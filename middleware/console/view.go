@@ -21,7 +21,8 @@ type report struct {
 	Failed    bool          `json:"failed"`
 	CSRFToken string        `json:"csrf_token,omitempty"`
 	Done      string        `json:"done,omitempty"`
-	Notice    string        `json:"notice,omitempty"` // what a change did, as the page says it
+	Notice    string        `json:"notice,omitempty"`  // what a change did, as the page says it
+	Refused   *refusedView  `json:"refused,omitempty"` // with Config.Refusals, on a lookup
 }
 
 type limiterView struct {
