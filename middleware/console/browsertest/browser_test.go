@@ -25,6 +25,7 @@ import (
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/limiter/redisstore"
+	"github.com/fixedwindow/ratelimit/middleware"
 	"github.com/fixedwindow/ratelimit/middleware/console"
 )
 
@@ -106,6 +107,7 @@ type site struct {
 	clk    *limitertest.Clock
 	api    *limiter.Limiter
 	export *limiter.InFlight
+	door   http.Handler // api as HTTP middleware around a 200, keyed by client address; with withRefusals only
 	mu     sync.Mutex
 	events []console.Event
 }
@@ -117,8 +119,29 @@ func newSite(t *testing.T, store limiter.Store) *site {
 	return newSiteFor(t, store, console.Change)
 }
 
-// newSiteFor starts a site whose loopback user may do what may says.
-func newSiteFor(t *testing.T, store limiter.Store, may console.Access) *site {
+// A siteOption changes a site before its console is built.
+type siteOption func(t *testing.T, s *site, c *console.Config)
+
+// withRefusals gives the console a Refusals (Config.Refusals) and the
+// site a door, the api limiter as middleware whose observer feeds it.
+func withRefusals(t *testing.T, s *site, c *console.Config) {
+	t.Helper()
+	rec, err := console.NewRefusals(console.RefusalsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rec.Close() })
+	mw, err := middleware.New(s.api, middleware.WithObserver(rec.Observe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.door = mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	c.Refusals = rec
+}
+
+// newSiteFor starts a site whose loopback user may do what may says,
+// changed by each of with.
+func newSiteFor(t *testing.T, store limiter.Store, may console.Access, with ...siteOption) *site {
 	t.Helper()
 	paris, err := time.LoadLocation("Europe/Paris")
 	if err != nil {
@@ -133,7 +156,7 @@ func newSiteFor(t *testing.T, store limiter.Store, may console.Access) *site {
 	t.Cleanup(func() { s.api.Close() })
 	s.export = limiter.MustInFlight("exports", 3, opts...)
 	t.Cleanup(func() { s.export.Close() })
-	h, err := console.New(console.Config{
+	cfg := console.Config{
 		Authorize: func(r *http.Request) (string, console.Access) {
 			host, _, err := net.SplitHostPort(r.RemoteAddr)
 			if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
@@ -148,7 +171,11 @@ func newSiteFor(t *testing.T, store limiter.Store, may console.Access) *site {
 		},
 		Limiters: []*limiter.Limiter{s.api},
 		Caps:     []*limiter.InFlight{s.export},
-	})
+	}
+	for _, o := range with {
+		o(t, s, &cfg)
+	}
+	h, err := console.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +206,26 @@ func (s *site) admitted(t *testing.T, key string) bool {
 		t.Fatal(err)
 	}
 	return d.Allowed
+}
+
+// call sends n requests from host through the site's door, the clock
+// moved by step after each, and returns how many were refused (429).
+func (s *site) call(t *testing.T, host string, n int, step time.Duration) (refused int) {
+	t.Helper()
+	if s.door == nil {
+		t.Fatal("the site has no door: build it withRefusals")
+	}
+	for range n {
+		r := httptest.NewRequest(http.MethodGet, "/api", nil)
+		r.RemoteAddr = host + ":5000"
+		w := httptest.NewRecorder()
+		s.door.ServeHTTP(w, r)
+		if w.Code == http.StatusTooManyRequests {
+			refused++
+		}
+		s.clk.Advance(step)
+	}
+	return refused
 }
 
 // lastEvent returns the last event the observer heard.
@@ -223,6 +270,18 @@ func waitText(t *testing.T, tab context.Context, sel, want string) {
 		got, _ := chromedp.Run(tab, chromedp.Evaluate[string](fmt.Sprintf(`String((document.querySelector(%s) || {}).textContent)`, js(sel))))
 		t.Fatalf("%s: text %q, want %q: %v", sel, got, want, err)
 	}
+}
+
+// rows returns the text the browser renders (innerText) of each cell of
+// each table row sel selects.
+func rows(t *testing.T, tab context.Context, sel string) [][]string {
+	t.Helper()
+	got, err := chromedp.Run(tab, chromedp.Evaluate[[][]string](fmt.Sprintf(
+		`Array.from(document.querySelectorAll(%s), tr => Array.from(tr.cells, td => td.innerText))`, js(sel))))
+	if err != nil {
+		t.Fatalf("rows %s: %v", sel, err)
+	}
+	return got
 }
 
 // cell is the selector of a value the page shows, by its JSON path.
@@ -434,6 +493,62 @@ func TestViewerSeesNoForm(t *testing.T) {
 	}
 	if admitted != 2 {
 		t.Fatalf("%d of 3 more admitted, want 2: a viewer's reset reset the key", admitted)
+	}
+}
+
+// TestViewerSeesWhyRefused: a key refused by the middleware at 12:00
+// under api's minute, looked at by a person who may only look at
+// 12:01:10, when that window has ended (its count is 0 again): the page
+// without a key lists it under "Limited now" with its 3 refusals, its
+// link opens the key's page, and that page shows the refused window,
+// its policy and the count. A key only admitted is not listed.
+func TestViewerSeesWhyRefused(t *testing.T) {
+	browser := startBrowser(t)
+	s := newSiteFor(t, nil, console.Look, withRefusals)
+	if got := s.call(t, "198.51.100.7", 2, 0); got != 0 {
+		t.Fatalf("refused %d of 2 at 5 a minute, want 0", got)
+	}
+	if got := s.call(t, "203.0.113.42", 8, 5*time.Second); got != 3 { // 12:00:20 to 12:00:55, refused from 12:00:45
+		t.Fatalf("refused %d of 8 at 5 a minute, want 3", got)
+	}
+	s.clk.Advance(10 * time.Second) // 12:01:10: the refused minute ended at 12:01:00
+
+	tab := newTab(t, browser)
+	if err := chromedp.Do(tab, chromedp.Navigate(s.url)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, tab, `#limited h2`, "Limited now")
+	if err := chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS(`#limited tr.limited`))); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"203.0.113.42", "3", "2026-07-31T12:00:45Z", "2026-07-31T12:00:55Z", "api"}}
+	if got := rows(t, tab, `#limited tbody tr`); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("limited now: %q, want %q", got, want)
+	}
+
+	loaded := chromedp.Events(tab, page.LoadEventFired) // the key's page, once the link is followed
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#limited tr.limited a`))); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range loaded {
+		if err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	waitText(t, tab, `#key-name`, "203.0.113.42")
+	if err := chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS(`#refused`)), chromedp.WaitVisible(chromedp.CSS(`#look-only`))); err != nil {
+		t.Fatal(err)
+	}
+	if href, err := chromedp.Run(tab, chromedp.Evaluate[string](`location.href`)); err != nil || href != s.url+"?key=203.0.113.42" {
+		t.Fatalf("the link led to %q, %v; want the key's page", href, err)
+	}
+	waitText(t, tab, cell("limiters.0.windows.0.used"), "0") // the refused window is over
+	waitText(t, tab, `#refused h3`, "Refused in the last hour")
+	waitText(t, tab, `#refused-count`, "3")
+	want = [][]string{{"api", "1m0s", "5", "2026-07-31T12:00:00Z to 2026-07-31T12:01:00Z", "2026-07-31T12:00:45Z", "2026-07-31T12:00:55Z", "3"}}
+	if got := rows(t, tab, `#refused tbody tr`); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("refused runs: %q, want %q", got, want)
 	}
 }
 

@@ -7,7 +7,10 @@
 // fill while the page is open, press Reset and see the key admitted
 // again, on the memory store and on Redis (127.0.0.1:6379, a key prefix
 // per test); they show that a key of markup renders as text, and that a
-// POST without the token, or from another origin with it, is refused.
+// POST without the token, or from another origin with it, is refused;
+// and that a viewer sees a key the middleware refused (Config.Refusals)
+// under "Limited now", and on its page the refused window, after that
+// window has ended on the site's clock.
 // One of them takes the screenshot docs/console.md shows: make
 // console-screenshot writes it to docs/console.png.
 //
