@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"net/http"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -162,4 +163,48 @@ func scaleLoadsOnceNames(tb testing.TB) ([]string, map[string]scaleLoad) {
 func scaleLoadsOnce(tb testing.TB) map[string]scaleLoad {
 	_, loads := scaleLoadsOnceNames(tb)
 	return loads
+}
+
+// BenchmarkPlanCacheHeap reports the live heap each kept resolution
+// holds (B/resolution): a middleware of the scale policy resolves a plan
+// of its own for each of 100,000 customers spread over every zone, into
+// a PlanCache and a limiter keeping all of them; the heap is read after
+// a collection before and after, the plans themselves (the lookup's)
+// allocated beforehand and not counted. A resolution is the door's entry
+// and its rules, the limiter For derived (its policy and calendar
+// window cache) and For's entry. Run with -benchtime=1x: one iteration
+// is one fill.
+func BenchmarkPlanCacheHeap(b *testing.B) {
+	ld := scaleLoadsOnce(b)["customers=100000"]
+	n := len(ld.plans)
+	for b.Loop() {
+		l, err := limiter.New(scalePolicy(), limiter.WithClock(limitertest.New(time.Date(2026, 7, 15, 12, 0, 30, 0, time.UTC))), limiter.WithResolutions(1<<17))
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := middleware.NewPlanCache(1 << 17)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var at int
+		lookup := func(*http.Request) (*limiter.Plan, string, error) { return ld.plans[at], ld.zones[at], nil }
+		h := middleware.MustNew(l, middleware.WithPlans(lookup), middleware.WithPlanCache(c))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		reqs := clientRequests(1)
+		w := &benchWriter{h: make(http.Header, 8)}
+		h.ServeHTTP(w, reqs[0]) // the first request's one-time costs
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for at = range n {
+			clear(w.h)
+			h.ServeHTTP(w, reqs[0])
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		kept := c.Stats().Kept
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(kept), "B/resolution")
+		b.ReportMetric(float64(kept), "kept")
+		runtime.KeepAlive(h)
+		_ = l.Close()
+	}
 }
