@@ -8,7 +8,7 @@ import (
 	"time"
 	"unique"
 
-	"github.com/fixedwindow/ratelimit/internal/cow"
+	"github.com/fixedwindow/ratelimit/internal/cache"
 )
 
 // defaultInFlightLease is WithInFlightLease's default.
@@ -58,7 +58,7 @@ type InFlight struct {
 	// base is the InFlight NewInFlight made, for one For returned (nil
 	// for itself): its life and its hold times are base's.
 	base     *InFlight
-	variants *cow.Map[int64, *InFlight] // For's caps, by maximum
+	variants *cache.Map[int64, *InFlight] // For's caps, by maximum
 	// hold is the weighted mean time a slot was held, ns: RetryAfter.
 	// Releases write it; it has cache lines of its own, away from the
 	// fields every Acquire reads.
@@ -104,7 +104,11 @@ func NewInFlight(name string, max int64, opts ...Option) (*InFlight, error) {
 		}
 		o(&c)
 	}
-	f := &InFlight{policy: p, clock: c.clock, lease: c.lease, variants: newVariants[int64, *InFlight]()}
+	kept, err := c.checkResolutions()
+	if err != nil {
+		return nil, err
+	}
+	f := &InFlight{policy: p, clock: c.clock, lease: c.lease, variants: newCapVariants(kept)}
 	switch {
 	case c.storeSet && isNil(c.store):
 		return nil, fmt.Errorf("%w: WithStore(%s): store is nil", ErrInvalidOption, nilName(c.store))

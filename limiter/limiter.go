@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fixedwindow/ratelimit/internal/cow"
+	"github.com/fixedwindow/ratelimit/internal/cache"
 )
 
 // A Limiter controls how often each key (a client, a user, an API key) may
@@ -65,7 +65,7 @@ type shared struct {
 	claimed  *claimToken  // the claim release gives up, for WithReplace
 	closed   atomic.Bool
 	root     *Limiter
-	variants *cow.Map[variant, *Limiter] // For's limiters
+	variants *cache.Map[variant, *Limiter] // For's limiters
 }
 
 // An Option configures New. An option only records its argument; New
@@ -87,6 +87,21 @@ type config struct {
 	replaces   *claimToken
 	replaceSet bool
 	replaceNil bool
+	// WithResolutions: how many resolutions For keeps.
+	resolutions    int
+	resolutionsSet bool
+}
+
+// checkResolutions reports a bound WithResolutions cannot keep, and
+// returns the bound to keep.
+func (c *config) checkResolutions() (int, error) {
+	switch {
+	case !c.resolutionsSet:
+		return defaultResolutions, nil
+	case c.resolutions < 8:
+		return 0, fmt.Errorf("%w: WithResolutions(%d): keep at least 8", ErrInvalidOption, c.resolutions)
+	}
+	return c.resolutions, nil
 }
 
 // WithStore sets the store (default: a new MemoryStore owned by the
@@ -144,7 +159,11 @@ func New(p *Policy, opts ...Option) (*Limiter, error) {
 	if err := c.checkReplace(); err != nil {
 		return nil, err
 	}
-	l := &Limiter{policy: p, shared: &shared{store: c.store, clock: c.clock, variants: newVariants[variant, *Limiter]()}}
+	kept, err := c.checkResolutions()
+	if err != nil {
+		return nil, err
+	}
+	l := &Limiter{policy: p, shared: &shared{store: c.store, clock: c.clock, variants: newVariants(kept)}}
 	l.root = l
 	if c.storeSet {
 		release, tok, ok := claim(l.shared, c.store, p.ID(), c.replaces)

@@ -2,10 +2,12 @@ package limiter
 
 import (
 	"fmt"
+	"hash/maphash"
+	"math/rand/v2"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/cache"
 	"github.com/fixedwindow/ratelimit/internal/calendar"
-	"github.com/fixedwindow/ratelimit/internal/cow"
 )
 
 // A Plan is what one kind of customer may use: a limit per rate of each
@@ -25,8 +27,11 @@ import (
 //		Limits: map[string][]int64{"api": {1_000, 10}, "tokens": {50_000}}, // api: a month, a minute
 //		Caps:   map[string]int64{"exports": 2}}
 //
-// A Plan must not change once used: limiters derived from it are kept.
-// The zero Plan names no limit.
+// A plan is its contents, not its address: limiters derived from it are
+// kept by its limits (and zone), so a fresh *Plan per request that
+// equals an earlier one finds what that one derived, and a plan whose
+// limits change takes effect at its next request. The zero Plan names no
+// limit.
 type Plan struct {
 	// Name names the plan in errors, and for the doors' lookups.
 	Name string
@@ -38,12 +43,20 @@ type Plan struct {
 	Caps map[string]int64
 }
 
-// maxVariants bounds the limiters For keeps per limiter (a plan's limits
-// in a zone), and the caps per cap: a lookup that makes a plan per
-// request must not grow them without end. Past it the cache starts
-// afresh (internal/cow): the limiters in use come back, one For each,
-// and those of plans no longer used go.
-const maxVariants = 4096
+// defaultResolutions is how many resolutions For keeps per limiter or
+// cap unless WithResolutions says otherwise.
+const defaultResolutions = 1 << 16
+
+// WithResolutions sets how many of For's resolutions (a plan's limits
+// in a zone: a derived limiter, or a cap) New's limiter or NewInFlight's
+// cap keeps, at least 8 (default 65,536, rounded down to a multiple of
+// eight). Past it each new resolution evicts one not used lately (see
+// docs/performance.md): a lookup that makes plans faster than they can
+// be kept costs a resolution per request, never a count, since
+// counters live in the store.
+func WithResolutions(n int) Option {
+	return func(c *config) { c.resolutions, c.resolutionsSet = n, true }
+}
 
 // A variant names a limiter For derived: its limits (one per rate, in
 // order) and the zone its calendar rates count in ("" for the policy's
@@ -81,9 +94,9 @@ type variant struct {
 // limiter, rather than New a limiter of the policy in a zone, which would
 // count the same windows as the derived one unchecked.
 //
-// Limiters are kept per limits and zone, at most 4096 of them (past
-// that the cache starts afresh), and
-// looked up without a lock: call For per request. Errors wrap
+// Limiters are kept per limits and zone, at most 65,536 of them unless
+// WithResolutions says otherwise (past that each new one evicts one not
+// used lately), and looked up without a lock: call For per request. Errors wrap
 // ErrInvalidPolicy: limits of another count than the policy's rates, or
 // out of a rate's range; a zone the tz database does not have, or that
 // names no zone ("Local", a path); and ErrClosed.
@@ -194,9 +207,22 @@ func (f *InFlight) For(plan *Plan) (*InFlight, error) {
 	return root.variants.Add(m, v), nil
 }
 
-// newVariants returns the limiters' cache of a limiter New made.
-func newVariants[K comparable, V any]() *cow.Map[K, V] {
-	m := new(cow.Map[K, V])
-	m.SetBound(maxVariants)
-	return m
+// newVariants returns the cache of For's limiters of a limiter New
+// made, of at most n.
+func newVariants(n int) *cache.Map[variant, *Limiter] {
+	seed := maphash.MakeSeed()
+	return cache.New[variant, *Limiter](n, func(k variant) uint64 {
+		h := maphash.String(seed, k.zone)
+		for _, x := range k.limits {
+			h = cache.Mix(h, uint64(x))
+		}
+		return h
+	})
+}
+
+// newCapVariants returns the cache of For's caps of a cap NewInFlight
+// made, of at most n.
+func newCapVariants(n int) *cache.Map[int64, *InFlight] {
+	seed := rand.Uint64()
+	return cache.New[int64, *InFlight](n, func(m int64) uint64 { return cache.Mix(seed, uint64(m)) })
 }

@@ -174,7 +174,11 @@ func configure(l Limiter, opts []Option) (*config, error) {
 		}
 	}
 	if c.lookup != nil {
-		p, err := verdict.NewPlans("WithPlans", c.shared, c.capLimits)
+		var kept *verdict.Kept
+		if c.planCache != nil {
+			kept = c.planCache.kept
+		}
+		p, err := verdict.NewPlans("WithPlans", c.shared, c.capLimits, kept)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
 		}

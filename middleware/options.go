@@ -19,31 +19,33 @@ type Option func(*config)
 
 // config is everything New settles; a handler only reads it.
 type config struct {
-	key        keyfunc.Func
-	extra      []rule
-	rules      []rule
-	shared     []verdict.Rule      // rules' limiters, as verdict.Life asks them
-	caps       []capRule           // WithInFlight
-	capLimits  []*limiter.InFlight // caps' limiters, as verdict.Life asks them
-	limits     verdict.Limits
-	cost       func(*http.Request) int64
-	lookup     func(*http.Request) (*limiter.Plan, string, error) // WithPlans
-	plans      *verdict.Plans                                     // the limits of lookup's plans
-	declared   []*limiter.Plan                                    // WithDeclaredPlans
-	declaredOn bool
-	exempt     func(r *http.Request, key string) bool
-	denied     func(http.ResponseWriter, *http.Request, *limiter.Decision)
-	deny       func(http.ResponseWriter, *http.Request, *limiter.Decision, ...*limiter.Decision) // denied, or the default, after the headers
-	countIf    func(status int) bool
-	onError    func(http.ResponseWriter, *http.Request, error)
-	onKeyError func(http.ResponseWriter, *http.Request, error)
-	failOpen   bool
-	shadow     bool
-	observe    func(Event)
-	headers    *headers.Writer
-	given      given // the options given, for New to check
-	capsOnly   bool  // InFlight: no rate
-	held       int   // the one Reported rule whose decision the tally holds, -1 for none (see build)
+	key          keyfunc.Func
+	extra        []rule
+	rules        []rule
+	shared       []verdict.Rule      // rules' limiters, as verdict.Life asks them
+	caps         []capRule           // WithInFlight
+	capLimits    []*limiter.InFlight // caps' limiters, as verdict.Life asks them
+	limits       verdict.Limits
+	cost         func(*http.Request) int64
+	lookup       func(*http.Request) (*limiter.Plan, string, error) // WithPlans
+	plans        *verdict.Plans                                     // the limits of lookup's plans
+	declared     []*limiter.Plan                                    // WithDeclaredPlans
+	planCache    *PlanCache                                         // WithPlanCache
+	planCacheSet bool
+	declaredOn   bool
+	exempt       func(r *http.Request, key string) bool
+	denied       func(http.ResponseWriter, *http.Request, *limiter.Decision)
+	deny         func(http.ResponseWriter, *http.Request, *limiter.Decision, ...*limiter.Decision) // denied, or the default, after the headers
+	countIf      func(status int) bool
+	onError      func(http.ResponseWriter, *http.Request, error)
+	onKeyError   func(http.ResponseWriter, *http.Request, error)
+	failOpen     bool
+	shadow       bool
+	observe      func(Event)
+	headers      *headers.Writer
+	given        given // the options given, for New to check
+	capsOnly     bool  // InFlight: no rate
+	held         int   // the one Reported rule whose decision the tally holds, -1 for none (see build)
 }
 
 // given records which options were given, so that New can tell a nil
@@ -102,6 +104,12 @@ func (c *config) check() error {
 	}
 	if len(c.caps) > maxCaps {
 		return fmt.Errorf("%w: %d in-flight caps (WithInFlight), at most %d", ErrInvalidOption, len(c.caps), maxCaps)
+	}
+	switch {
+	case c.planCacheSet && c.planCache == nil:
+		return fmt.Errorf("%w: WithPlanCache(nil): cache is nil", ErrInvalidOption)
+	case c.planCacheSet && c.lookup == nil:
+		return fmt.Errorf("%w: WithPlanCache needs WithPlans: without plans nothing is resolved", ErrInvalidOption)
 	}
 	if c.capsOnly {
 		for _, o := range []struct {
@@ -289,10 +297,12 @@ func WithCost(f func(r *http.Request) int64) Option {
 // not have.
 //
 // The rates and caps of each plan and zone are kept once resolved, and
-// looked up without a lock, keyed by the Plan's address: a Plan must not
-// change once used; to change a plan, give the lookup a new Plan value.
-// At most 4096 are kept: past that the cache starts afresh, so the plans
-// of a configuration reloaded do not stay.
+// looked up without a lock, keyed by the plan's contents (its limits and
+// maxima for this middleware's policies) and the zone, never its
+// address: a fresh *Plan per request equal to an earlier one finds its
+// resolution, and a plan changed takes effect at its next request. At
+// most 65,536 are kept, unless WithPlanCache says otherwise: past that
+// each new one evicts one not used lately (see PlanCache).
 func WithPlans(lookup func(r *http.Request) (plan *limiter.Plan, zone string, err error)) Option {
 	return func(c *config) { c.lookup, c.given = lookup, c.given|givenPlans }
 }

@@ -3,18 +3,56 @@ package verdict
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strconv"
+	"sync/atomic"
 
-	"github.com/fixedwindow/ratelimit/internal/cow"
+	"github.com/fixedwindow/ratelimit/internal/cache"
 	"github.com/fixedwindow/ratelimit/limiter"
 )
 
-// maxResolved bounds the plans and zones a door keeps resolved: a lookup
-// that makes a Plan per request must not grow the cache without end.
-// Past it the cache starts afresh (internal/cow): the plans in use are
-// resolved again, one request each, and those no longer used (a
-// configuration reloaded into new Plan values) go.
-const maxResolved = 4096
+// DefaultKept is how many resolutions a door keeps unless it is given a
+// Kept of its own: a lookup that makes a Plan per request must not grow
+// them without end. Past it each new resolution evicts one not used
+// lately (internal/cache).
+const DefaultKept = 1 << 16
+
+// Kept are the resolutions of plans and zones one or more doors keep, at
+// most a bound in all. A resolution is derived data (limiters, which
+// hold no count): evicting one costs its next request a resolution,
+// nothing else.
+type Kept struct {
+	m *cache.Map[planKey, *Resolved]
+}
+
+// NewKept returns a Kept of at most n resolutions (n ≥ 8, rounded down
+// to a multiple of eight).
+func NewKept(n int) *Kept {
+	seed := maphash.MakeSeed()
+	return &Kept{m: cache.New[planKey, *Resolved](n, func(k planKey) uint64 {
+		h := maphash.String(seed, k.zone)
+		h = cache.Mix(h, k.door)
+		for i := range k.limits {
+			for _, x := range k.limits[i] {
+				h = cache.Mix(h, uint64(x))
+			}
+		}
+		for _, x := range k.caps {
+			h = cache.Mix(h, uint64(x))
+		}
+		return h
+	})}
+}
+
+// Stats returns how many resolutions k keeps, and how many lookups
+// found theirs and did not.
+func (k *Kept) Stats() cache.Stats { return k.m.Stats() }
+
+// Bound returns how many resolutions k keeps at most.
+func (k *Kept) Bound() int { return k.m.Bound() }
+
+// doors numbers the Plans sharing a Kept.
+var doors atomic.Uint64
 
 // Plans resolve a door's limits per request: every rate and cap of the
 // door under a plan's limits, with calendar rates in a zone. A door
@@ -23,14 +61,22 @@ const maxResolved = 4096
 type Plans struct {
 	rules []Rule
 	caps  []*limiter.InFlight
-	kept  cow.Map[planKey, *Resolved]
+	names []string // the rules' policies' names, then the caps'
+	rates []int    // each rule's policy's number of rates
+	door  uint64
+	kept  *Kept
 }
 
-// A planKey names a resolution: a plan, by its address (a Plan does not
-// change once used), and a zone.
+// A planKey names a resolution by what it is made of, not by the
+// plan's address, so that a plan equal to another finds its resolution
+// and a plan changed in place finds its own: the door, the limits the
+// plan gives each rule (zeros where it gives none: the policy's own),
+// the maximum it gives each cap (0: the cap's own), and the zone.
 type planKey struct {
-	plan *limiter.Plan
-	zone string
+	door   uint64
+	zone   string
+	limits [MaxRules][limiter.MaxWindows]int64
+	caps   [MaxCaps]int64
 }
 
 // Resolved are the rates and caps that apply to a request of one plan
@@ -41,18 +87,60 @@ type Resolved struct {
 }
 
 // NewPlans returns the Plans of a door's rules and caps, as the door
-// built them; every rule's limiter must be a *limiter.Limiter, which
-// alone derives a plan's limits (limiter.Limiter.For). option names
-// the door's option in the error.
-func NewPlans(option string, rules []Rule, caps []*limiter.InFlight) (*Plans, error) {
+// built them, keeping its resolutions in kept (nil: a Kept of its own,
+// of DefaultKept); every rule's limiter must be a *limiter.Limiter,
+// which alone derives a plan's limits (limiter.Limiter.For). option
+// names the door's option in the error.
+func NewPlans(option string, rules []Rule, caps []*limiter.InFlight, kept *Kept) (*Plans, error) {
+	p := &Plans{rules: rules, caps: caps, kept: kept, door: doors.Add(1)}
 	for i, r := range rules {
 		if _, ok := r.Lim.(*limiter.Limiter); !ok {
 			return nil, fmt.Errorf("%s: limiter %d (policy %q) is a %T: a plan's limits apply to a *limiter.Limiter", option, i, r.Lim.Policy().Name(), r.Lim)
 		}
+		p.names = append(p.names, r.Lim.Policy().Name())
+		p.rates = append(p.rates, r.Lim.Policy().NumRates())
 	}
-	p := &Plans{rules: rules, caps: caps}
-	p.kept.SetBound(maxResolved)
+	for _, f := range caps {
+		p.names = append(p.names, f.Policy().Name())
+	}
+	if p.kept == nil {
+		p.kept = NewKept(DefaultKept)
+	}
 	return p, nil
+}
+
+// key returns the key of plan's resolution in zone; false for a plan
+// whose resolution is not kept: nil, or with limits or a maximum that
+// cannot apply (limiter.Limiter.For and limiter.InFlight.For say why).
+func (p *Plans) key(plan *limiter.Plan, zone string) (planKey, bool) {
+	k := planKey{door: p.door, zone: zone}
+	if plan == nil {
+		return k, false
+	}
+	for i, n := range p.rates {
+		ls := plan.Limits[p.names[i]]
+		if ls == nil {
+			continue
+		}
+		if len(ls) != n {
+			return k, false
+		}
+		for j, x := range ls {
+			if x <= 0 {
+				return k, false
+			}
+			k.limits[i][j] = x
+		}
+	}
+	for i := range p.caps {
+		if m, ok := plan.Caps[p.names[len(p.rates)+i]]; ok {
+			if m <= 0 {
+				return k, false
+			}
+			k.caps[i] = m
+		}
+	}
+	return k, true
 }
 
 // ErrNoPlan is the error of a lookup that found no plan (nil) and no
@@ -64,9 +152,11 @@ var ErrNoPlan = errors.New("the lookup returned no plan and no error")
 // whose limits do not fit a policy, a zone the tz database does not have
 // (limiter.ErrInvalidPolicy), or a limiter closed (limiter.ErrClosed).
 func (p *Plans) Resolve(plan *limiter.Plan, zone string) (*Resolved, error) {
-	k := planKey{plan, zone}
-	if r, ok := p.kept.Get(k); ok {
-		return r, nil
+	k, keep := p.key(plan, zone)
+	if keep {
+		if r, ok := p.kept.m.Get(k); ok {
+			return r, nil
+		}
 	}
 	r, err := p.resolve(plan, zone)
 	if err != nil {
@@ -76,7 +166,10 @@ func (p *Plans) Resolve(plan *limiter.Plan, zone string) (*Resolved, error) {
 		}
 		return nil, fmt.Errorf("plan %s, zone %q: %w", name, zone, err)
 	}
-	return p.kept.Add(k, r), nil
+	if !keep {
+		return r, nil
+	}
+	return p.kept.m.Add(k, r), nil
 }
 
 // resolve is Resolve of a plan and zone not kept.

@@ -80,7 +80,7 @@ func (ls *limits) plan(on bool) error {
 	if !on {
 		return nil
 	}
-	p, err := verdict.NewPlans("WithPlans", ls.rules, ls.caps)
+	p, err := verdict.NewPlans("WithPlans", ls.rules, ls.caps, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidOption, err)
 	}

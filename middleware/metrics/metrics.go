@@ -33,6 +33,7 @@ type Metrics struct {
 	health    *prometheus.GaugeVec
 	reason    func(error) string
 	policies  policyCache
+	plans     *plansCollector
 }
 
 // An Option configures New.
@@ -128,8 +129,9 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		}, []string{"policy"}),
 		health: newHealthGauge(c.namespace),
 		reason: c.reason,
+		plans:  newPlansCollector(c.namespace),
 	}
-	for _, col := range []prometheus.Collector{m.decisions, m.errors, m.duration, m.inFlight, m.health} {
+	for _, col := range []prometheus.Collector{m.decisions, m.errors, m.duration, m.inFlight, m.health, m.plans} {
 		if err := reg.Register(col); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}

@@ -53,6 +53,7 @@ type Metrics struct {
 	health    metric.Float64Gauge
 	reason    func(error) string
 	policies  policyCache
+	plans     *planInstruments
 }
 
 // An Option configures New.
@@ -130,6 +131,10 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Requests holding a slot of each in-flight cap, on this replica."))
 	if err := errors.Join(errs[:]...); err != nil {
+		return nil, fmt.Errorf("otelmetrics: create instruments: %w", err)
+	}
+	var err error
+	if m.plans, err = newPlanInstruments(meter); err != nil {
 		return nil, fmt.Errorf("otelmetrics: create instruments: %w", err)
 	}
 	return m, nil
