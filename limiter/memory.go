@@ -115,11 +115,19 @@ type memShard struct {
 	n      int         // counters held, over all tables
 	first  memTable    // the first window length seen, inline: read on the lock's cache lines
 	tables []*memTable // every table, first included once used
+	// byKey finds the tables by key once there are more than
+	// tableScan: a policy counted in each customer's zone has a table
+	// per zone and window (the tz database has about 600 zones).
+	byKey map[int64]*memTable
 	// resets are the windows Reset cleared (resetmark.go), read by
 	// returns alone, on a line of their own.
 	resets map[resetKey]resetMark
-	_      [56]byte // to a multiple of 64 bytes (TestMemShardSize)
+	_      [48]byte // to a multiple of 64 bytes (TestMemShardSize)
 }
+
+// tableScan is how many tables a shard looks through in order before it
+// indexes them by key: a scan of a few is quicker than a map's hash.
+const tableScan = 8
 
 type memTable struct {
 	windowMs int64 // the windows' length, or for a calendar rate's, the span's key (negative)
@@ -345,9 +353,15 @@ func (sh *memShard) table(sp *span, ms int64, mono func() time.Duration) *memTab
 	if sh.first.windowMs == key {
 		return &sh.first
 	}
-	for _, t := range sh.tables {
-		if t.windowMs == key {
+	if sh.byKey != nil {
+		if t := sh.byKey[key]; t != nil {
 			return t
+		}
+	} else {
+		for _, t := range sh.tables {
+			if t.windowMs == key {
+				return t
+			}
 		}
 	}
 	t := &memTable{windowMs: key, cal: sp.cal}
@@ -357,6 +371,15 @@ func (sh *memShard) table(sp *span, ms int64, mono func() time.Duration) *memTab
 	}
 	t.place(ms, int64(mono()))
 	sh.tables = append(sh.tables, t)
+	switch {
+	case sh.byKey != nil:
+		sh.byKey[key] = t
+	case len(sh.tables) > tableScan:
+		sh.byKey = make(map[int64]*memTable, 2*len(sh.tables))
+		for _, t := range sh.tables {
+			sh.byKey[t.windowMs] = t
+		}
+	}
 	return t
 }
 
