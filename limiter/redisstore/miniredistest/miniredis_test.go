@@ -16,8 +16,17 @@ import (
 // clock.
 func newStore(t *testing.T, opts ...redisstore.Option) (*redisstore.Store, *miniredis.Miniredis) {
 	t.Helper()
+	return newStoreOn(t, func(addr string) redis.UniversalClient {
+		return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	}, opts...)
+}
+
+// newStoreOn is newStore on the client dial makes for miniredis's
+// address.
+func newStoreOn(t *testing.T, dial func(addr string) redis.UniversalClient, opts ...redisstore.Option) (*redisstore.Store, *miniredis.Miniredis) {
+	t.Helper()
 	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
+	c := dial(m.Addr())
 	t.Cleanup(func() { c.Close() })
 	s, err := redisstore.New(c, append([]redisstore.Option{redisstore.WithTimeout(5 * time.Second)}, opts...)...)
 	if err != nil {
@@ -36,8 +45,9 @@ func store(opts ...redisstore.Option) storetest.NewStore {
 }
 
 // The suite the Redis store passes on Redis (TestMatchesMemoryStore),
-// with and without leases and the over-limit cache: the memory store's
-// answers, exactly.
+// with and without the over-limit cache, and through a ClusterClient
+// (miniredis answers CLUSTER SLOTS as one node serving every slot): the
+// memory store's answers, exactly.
 func TestMatchesMemoryStore(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -48,6 +58,14 @@ func TestMatchesMemoryStore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { storetest.RunMatchesMemory(t, store(tc.opts...)) })
 	}
+	t.Run("cluster_client", func(t *testing.T) {
+		storetest.RunMatchesMemory(t, func(t *testing.T, _ limiter.Clock) limiter.Store {
+			s, _ := newStoreOn(t, func(addr string) redis.UniversalClient {
+				return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true})
+			})
+			return s
+		})
+	})
 }
 
 // The clock-step rows of the application's clock, as on Redis
