@@ -7,7 +7,7 @@ replace github.com/fixedwindow/ratelimit => ../../..
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/fixedwindow/ratelimit v0.0.0-00010101000000-000000000000
-	github.com/redis/go-redis/v9 v9.22.0
+	github.com/redis/go-redis/v9 v9.19.0
 )
 
 require (
@@ -15,5 +15,4 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
-	golang.org/x/sys v0.30.0 // indirect
 )
