@@ -102,8 +102,8 @@ func runSettles(t *testing.T, newStore NewStore) {
 	ctx := context.Background()
 	p := limiter.MustPolicy("settle", limiter.PerMinute(40), limiter.PerSecond(12))
 	clk := limitertest.New(Base.Add(77 * time.Millisecond))
-	lm := newLimiter(t, p, newMemory(t), clk)
-	ls := newLimiter(t, p, newStore(t, clk), clk)
+	lm := NewLimiter(t, p, newMemory(t), clk)
+	ls := NewLimiter(t, p, newStore(t, clk), clk)
 	rng := rand.New(rand.NewPCG(2, 7))
 	keys := []string{"a", "b{x}", "c}%"}
 	var pending []admission
@@ -230,9 +230,9 @@ func runCaps(t *testing.T, newStore NewStore) {
 	}
 }
 
-// newLimiter builds a limiter of p on s under clk, closed when the test
+// NewLimiter builds a limiter of p on s under clk, closed when the test
 // ends.
-func newLimiter(t *testing.T, p *limiter.Policy, s limiter.Store, clk limiter.Clock) *limiter.Limiter {
+func NewLimiter(t *testing.T, p *limiter.Policy, s limiter.Store, clk limiter.Clock) *limiter.Limiter {
 	t.Helper()
 	l, err := limiter.New(p, limiter.WithStore(s), limiter.WithClock(clk))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/storetest"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/limiter/redisstore"
@@ -33,16 +34,6 @@ func allowN(t *testing.T, l *limiter.Limiter, key string, n int) (int, limiter.D
 	return admitted, d
 }
 
-func newLimiter(t *testing.T, p *limiter.Policy, s limiter.Store, clk limiter.Clock) *limiter.Limiter {
-	t.Helper()
-	l, err := limiter.New(p, limiter.WithStore(s), limiter.WithClock(clk))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
 // Ping passes on miniredis with no warning (it refuses CONFIG GET, so
 // its memory policy is not judged), and so do the decisions after it:
 // before the scripts lost bit.bxor, Ping's probe passed and the second
@@ -53,7 +44,7 @@ func TestPing(t *testing.T) {
 	if err != nil || len(warnings) != 0 {
 		t.Fatalf("Ping: %q, %v; want no warning and no error", warnings, err)
 	}
-	l := newLimiter(t, limiter.MustPolicy("ping", limiter.PerSecond(5)), s, limitertest.New(t0))
+	l := storetest.NewLimiter(t, limiter.MustPolicy("ping", limiter.PerSecond(5)), s, limitertest.New(t0))
 	if n, _ := allowN(t, l, "k", 7); n != 5 {
 		t.Fatalf("%d of 7 admitted, want 5", n)
 	}
@@ -66,7 +57,7 @@ func TestScriptsForgotten(t *testing.T) {
 	s, m := newStore(t)
 	ctx := context.Background()
 	clk := limitertest.New(t0)
-	l := newLimiter(t, limiter.MustPolicy("flush", limiter.PerSecond(4)), s, clk)
+	l := storetest.NewLimiter(t, limiter.MustPolicy("flush", limiter.PerSecond(4)), s, clk)
 	f, err := limiter.NewInFlight("flush-cap", 1, limiter.WithStore(s), limiter.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +107,7 @@ func TestScriptsForgotten(t *testing.T) {
 func TestServerClockIsMiniredisClock(t *testing.T) {
 	s, m := newStore(t, redisstore.WithServerClock(), redisstore.WithOverLimitCache(0))
 	// The limiter's clock is a day off: the decisions follow miniredis's.
-	l := newLimiter(t, limiter.MustPolicy("server", limiter.PerSecond(2)), s, limitertest.New(t0.Add(24*time.Hour)))
+	l := storetest.NewLimiter(t, limiter.MustPolicy("server", limiter.PerSecond(2)), s, limitertest.New(t0.Add(24*time.Hour)))
 	m.SetTime(t0.Add(300 * time.Millisecond))
 	n, d := allowN(t, l, "k", 3)
 	// The retry is 700 ms less what the limiter measured on its way out
