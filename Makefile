@@ -8,11 +8,11 @@
 # (internal/linearize) and the tests that need what a consumer must not
 # (internal/consumer) are modules of their own, joined to the root module
 # by go.work, so that the root go.mod requires neither Prometheus,
-# OpenTelemetry, gRPC, a browser driver, another limiter, porcupine nor
-# a test-only module; PKGS names their packages beside the root
-# module's. bench/ is a module of its own too.
+# OpenTelemetry, gRPC, a browser driver, another limiter, porcupine,
+# miniredis nor a test-only module; PKGS names their packages beside the
+# root module's. bench/ is a module of its own too.
 GO       ?= go
-MODULES  ?= middleware/metrics middleware/otelmetrics middleware/grpclimit middleware/console/browsertest example/grpc example/plans example/lab example/migrating example/observe internal/consumer internal/linearize
+MODULES  ?= limiter/redisstore/miniredistest middleware/metrics middleware/otelmetrics middleware/grpclimit middleware/console/browsertest example/grpc example/plans example/lab example/migrating example/observe internal/consumer internal/linearize
 PKGS     ?= ./... $(addprefix ./,$(addsuffix /...,$(MODULES)))
 FUZZTIME ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/fixedwindow/ratelimit/internal/storetest"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 )
@@ -72,7 +73,7 @@ func TestOverLimitCacheSkipsRedis(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !sameDecision(first, want) {
+				if !storetest.SameDecision(first, want) {
 					t.Fatalf("cached refusal %+v, Redis's %+v", first, want)
 				}
 			}

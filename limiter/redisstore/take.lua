@@ -216,6 +216,16 @@ end
 
 -- seen memoises parse per value for the call: counts repeat across keys,
 -- and a table lookup costs less than the pattern.
+-- crosses reports whether adding d to the count c (both whole, at least
+-- zero) takes it across a power of two: to 2^e, the least power above c
+-- (math.frexp: 1 for c = 0), or past 2^31. Plain arithmetic, not the bit
+-- library, which miniredis lacks; TestCrossesMatchesBitXor checks it
+-- against the bit.bxor form it replaced.
+local function crosses(c, d)
+  local _, e = math.frexp(c)
+  return c + d >= 2147483648 or c + d >= 2 ^ e
+end
+
 local seen = {}
 local function count(v)
   local c = seen[v]
@@ -488,8 +498,7 @@ for _ = 1, nreq do
         local charged = cost + granted
         for i = 1, n do
           local c = cnt[i]
-          bare[i] = found[i] and (not allowed or fresh[i] == nil and (c + charged >= 2147483648
-                or bit.bxor(c, c + charged) > c))
+          bare[i] = found[i] and (not allowed or fresh[i] == nil and crosses(c, charged))
               and redis.call('PTTL', K[k + i - 1]) == -1
         end
         for i = 1, n do

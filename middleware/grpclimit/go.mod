@@ -7,6 +7,7 @@ replace github.com/fixedwindow/ratelimit => ../..
 
 require (
 	github.com/fixedwindow/ratelimit v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.19.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260706201446-f0a921348800
 	google.golang.org/grpc v1.84.0
 	google.golang.org/protobuf v1.36.12
@@ -14,8 +15,7 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/go-chi/chi/v5 v5.5.0 // indirect
-	github.com/redis/go-redis/v9 v9.22.0 // indirect
+	github.com/go-chi/chi/v5 v5.4.0 // indirect
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/net v0.57.0 // indirect
