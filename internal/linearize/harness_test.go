@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,11 +72,10 @@ type recorder struct {
 	faults []Fault
 	token  atomic.Int64
 	// refused counts the operations that failed sending nothing (see
-	// unsent): left out of the history. failedFirst and failedLast are
-	// when the first and the last operation that failed, either way, were
-	// called (ns, as an Op's times).
-	refused                 atomic.Int64
-	failedFirst, failedLast atomic.Int64
+	// unsent): left out of the history. failures are every operation
+	// that failed, either way (guarded by mu).
+	refused  atomic.Int64
+	failures []failure
 }
 
 func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
@@ -86,11 +86,11 @@ func (r *recorder) add(op ...Op) {
 	r.mu.Unlock()
 }
 
-// failed notes an operation called at call that failed.
-func (r *recorder) failed(call int64) {
-	r.failedFirst.CompareAndSwap(0, call)
-	for last := r.failedLast.Load(); call > last && !r.failedLast.CompareAndSwap(last, call); last = r.failedLast.Load() {
-	}
+// failed notes an operation that failed.
+func (r *recorder) failed(f failure) {
+	r.mu.Lock()
+	r.failures = append(r.failures, f)
+	r.mu.Unlock()
 }
 
 func (r *recorder) fault(f Fault) {
@@ -111,6 +111,7 @@ type run struct {
 	phase   time.Duration // how long a key is used: the keys of a phase are its partitions
 	keys    int           // per phase
 	faults  []faultKind
+	timeout time.Duration              // the store's (redisstore.WithTimeout)
 	event   func(done <-chan struct{}) // a failover, run once beside the faults
 	rec     recorder
 	stop    atomic.Bool
@@ -192,8 +193,9 @@ func (r *run) record() *History {
 	if n := r.rec.refused.Load(); n > 0 {
 		r.t.Logf("%s seed %d: %d operations failed sending nothing (an open breaker, a dial refused), left out", r.name, r.seed, n)
 	}
-	if r.rec.failedLast.Load() > 0 {
-		first, last := time.Duration(r.rec.failedFirst.Load()), time.Duration(r.rec.failedLast.Load())
+	if fs := r.rec.failures; len(fs) > 0 {
+		first := time.Duration(slices.MinFunc(fs, byCallTime).call)
+		last := time.Duration(slices.MaxFunc(fs, byCallTime).call)
 		r.t.Logf("%s seed %d: operations failed from %v to %v (%v)", r.name, r.seed,
 			first.Round(time.Millisecond), last.Round(time.Millisecond), (last - first).Round(time.Millisecond))
 	}
@@ -397,7 +399,7 @@ func (w *worker) end(op *Op) {
 // any other may take effect until unknownSpan after its call, or never.
 func (w *worker) finish(op Op, err error) bool {
 	if err != nil {
-		w.run.rec.failed(op.Call)
+		w.run.rec.failed(failure{call: op.Call, ret: op.Return, kind: op.In.Kind, key: op.In.Key, err: err.Error()})
 		if unsent(op.In.Kind, err) {
 			w.run.rec.refused.Add(1)
 			return false

@@ -118,6 +118,7 @@ func targets() []target {
 			redistest.AwaitStreaming(r.t, s.srv.Addr(), 1)
 			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0),
 				redisstore.WithReplicaAcks(1, ackTimeout), redisstore.WithTimeout(failoverTimeout))
+			r.timeout = failoverTimeout
 			r.faults = []faultKind{lostReplies(s.proxy), connReset(s.admin), pause(s.srv, replica), clockStep}
 		}},
 		{"cluster", shortSpec, func(r *run) {
@@ -149,7 +150,9 @@ func TestLinearizable(t *testing.T) {
 			t.Run(tg.name+"/seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 				r := newRun(t, tg.name, seed, tg.spec, length)
 				tg.build(r)
-				check(t, r.record())
+				h := r.record()
+				check(t, h)
+				r.boundFailures(h)
 			})
 		}
 	}

@@ -34,7 +34,7 @@ const leaseDivisor = 4
 // for length.
 func newRun(t testing.TB, name string, seed uint64, sp Spec, length time.Duration) *run {
 	return &run{t: t, name: name, seed: seed, spec: sp, length: length, phase: time.Second,
-		keys: 3, workers: 2, maxCost: 3, actual: 3, resets: 2, stray: 2, returns: true}
+		keys: 3, workers: 2, maxCost: 3, actual: 3, resets: 2, stray: 2, returns: true, timeout: storeTimeout}
 }
 
 // policy returns the limiter's policy and cap for r's spec.
