@@ -121,6 +121,10 @@ type run struct {
 	stray   int   // one operation in stray is on any key of the phase, not the replica's (0: none)
 	returns bool  // refunds, and settles below their reservation
 	settles int   // how many more operations in 100 reserve and settle at once (at most 38)
+	// steps counts the clock steps so far, which go back by turns from
+	// the first (backFirst) or the second: the fault injector's alone.
+	steps     int
+	backFirst bool
 }
 
 // key returns one of the keys of the phase the run is in: the one
@@ -227,11 +231,34 @@ func (r *run) moveClocks(done <-chan struct{}) {
 // step moves rp's clock by d, counting a step back.
 func (rp *replica) step(d time.Duration) {
 	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.advance(d)
+}
+
+func (rp *replica) advance(d time.Duration) {
 	rp.clock.Advance(d)
 	if d < 0 {
 		rp.epoch++
 	}
-	rp.mu.Unlock()
+}
+
+// stepAcross moves rp's clock across the next boundary of windows of
+// windowMs, to past ms after it (back: across the current window's
+// start, to past ms before its last millisecond), by maxStep at most,
+// and returns the step.
+func (rp *replica) stepAcross(windowMs int64, back bool, past int64) time.Duration {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	now := rp.clock.Now().UnixMilli()
+	into := now - floorDiv(now, windowMs)*windowMs
+	ms := windowMs - into + past
+	if back {
+		ms = -(into + 1 + past)
+	}
+	d := time.Duration(ms) * time.Millisecond
+	d = max(-maxStep, min(maxStep, d))
+	rp.advance(d)
+	return d
 }
 
 // longCheckTimeout bounds the check of one history of the long run:

@@ -2,9 +2,11 @@ package linearize
 
 import (
 	"flag"
+	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,9 +16,21 @@ import (
 
 var (
 	long      = flag.Bool("long", false, "the long run (make jepsen): longer histories, and -seeds of them")
-	seedFlag  = flag.Uint64("seed", 1, "the first seed")
+	seedFlag  = flag.Uint64("seed", 0, "the first seed (0: one drawn at random for the run, and logged)")
 	seedsFlag = flag.Int("seeds", 5, "with -long, how many seeds from -seed")
 )
+
+// firstSeed returns the first seed of the run: -seed, or one drawn at
+// random once per test process, so that every short run records other
+// histories (another interleaving of the faults, clock steps the other
+// way first); a failure names its seed in the subtest's name, and
+// `-args -seed N` records that seed's histories again.
+var firstSeed = sync.OnceValue(func() uint64 {
+	if *seedFlag != 0 {
+		return *seedFlag
+	}
+	return 1 + rand.Uint64N(1_000_000)
+})
 
 // size returns how many seeds to record and how long each history is:
 // one of 1.5 s in the short run.
@@ -143,9 +157,10 @@ func withLease(sp Spec) Spec { sp.Lease = sp.Limits[0]/leaseDivisor + 3 - 1; ret
 // saved under testdata/ for TestReplay, and fails the test.
 func TestLinearizable(t *testing.T) {
 	seeds, length := size()
+	t.Logf("seeds %d to %d (again: -args -seed %d)", firstSeed(), firstSeed()+uint64(seeds)-1, firstSeed())
 	for _, tg := range targets() {
 		for i := range seeds {
-			seed := *seedFlag + uint64(i)
+			seed := firstSeed() + uint64(i)
 			// A subtest per seed: its servers stop when it ends.
 			t.Run(tg.name+"/seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 				r := newRun(t, tg.name, seed, tg.spec, length)
