@@ -426,7 +426,7 @@ func (w *worker) end(op *Op) {
 // any other may take effect until unknownSpan after its call, or never.
 func (w *worker) finish(op Op, err error) bool {
 	if err != nil {
-		w.run.rec.failed(failure{call: op.Call, ret: op.Return, kind: op.In.Kind, key: op.In.Key, err: err.Error()})
+		w.run.rec.failed(failureOf(&op, err))
 		if unsent(op.In.Kind, err) {
 			w.run.rec.refused.Add(1)
 			return false
