@@ -117,10 +117,13 @@ type run struct {
 	stop    atomic.Bool
 	maxCost int64
 	actual  int64 // a settle's actual cost is 0 to reserved + actual
-	resets  int   // the share of operations that reset their key, %
-	stray   int   // one operation in stray is on any key of the phase, not the replica's (0: none)
-	returns bool  // refunds, and settles below their reservation
-	settles int   // how many more operations in 100 reserve and settle at once (at most 38)
+	resets  int   // the share of operations that reset their key, per mille
+	// lateResets: Resets in the second half of each phase only, once
+	// the key's long window may be full.
+	lateResets bool
+	stray      int  // one operation in stray is on any key of the phase, not the replica's (0: none)
+	returns    bool // refunds, and settles below their reservation
+	settles    int  // how many more operations in 100 reserve and settle at once (at most 38)
 	// steps counts the clock steps so far, which go back by turns from
 	// the first (backFirst) or the second: the fault injector's alone.
 	steps     int
@@ -298,8 +301,8 @@ func verdict(t testing.TB, h *History) Verdict {
 	}
 	v := Check(h, timeout)
 	ops, unknown := h.Counts()
-	t.Logf("%s seed %d: %d operations (%d failed), %d keys, %d faults: %s in %v",
-		h.Name, h.Seed, ops, unknown, len(h.Keys()), len(h.Faults), v.Result, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s seed %d: %d operations (%d failed), %d keys, %d faults: %s in %v; %s",
+		h.Name, h.Seed, ops, unknown, len(h.Keys()), len(h.Faults), v.Result, time.Since(start).Round(time.Millisecond), describeFull(h))
 	for _, f := range h.Faults {
 		t.Logf("  %s at %v for %v: %s", f.Kind, time.Duration(f.Start).Round(time.Millisecond),
 			time.Duration(f.End-f.Start).Round(time.Millisecond), f.Detail)
@@ -371,7 +374,7 @@ func (w *worker) loop() {
 	r := w.run
 	for !r.stop.Load() {
 		key := r.key(w.rng, w.rp)
-		if w.rng.IntN(100) < r.resets {
+		if w.rng.IntN(1000) < r.resets && (!r.lateResets || time.Since(r.rec.start)%r.phase >= r.phase/2) {
 			w.reset(key)
 			continue
 		}

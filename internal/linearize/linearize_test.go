@@ -54,19 +54,26 @@ func targets() []target {
 			r.memory()
 			r.faults = []faultKind{clockStep}
 		}},
+		// The long window binds: Resets 1 in 1,000 operations, not 20,
+		// which wipe each key every few hundred ms of its clock.
 		{"redis", shortSpec, func(r *run) {
 			redistest.Shared(r.t)
 			r.redisReplicas(single(redistest.SharedAddr, nil), redisstore.WithOverLimitCache(0))
+			r.resets = 1
 		}},
 		{"redis-faults", shortSpec, func(r *run) {
 			s := startServer(r.t)
 			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0))
 			r.faults = s.faults()
 		}},
-		{"redis-cache", withStale(shortSpec), func(r *run) {
+		// The cache, against the long window's refusals too: 20 every
+		// 4 s, which two seconds fill, then Resets (another replica's
+		// leaves the cache's entry, its bound a second).
+		{"redis-cache", withStale(cacheSpec), func(r *run) {
 			s := startServer(r.t)
 			r.redisReplicas(single(s.proxy.Addr(), nil))
 			r.faults = s.faults()
+			r.lateResets = true
 		}},
 		// Settles, each right after its reservation, under lost replies
 		// only: a settle whose reply is lost is sent once more with its
@@ -108,7 +115,7 @@ func targets() []target {
 			r.redisReplicas(single(redistest.SharedAddr, nil), redisstore.WithLeases(0, leaseDivisor), redisstore.WithOverLimitCache(0))
 			// A replica leaves a key it leased and comes back to it,
 			// another resetting it meanwhile.
-			r.actual, r.stray, r.resets, r.returns = 0, 0, 3, false
+			r.actual, r.stray, r.resets, r.returns = 0, 0, 30, false
 			r.length = r.length * 3 / 2 // a key's phase holds a few such returns only
 		}},
 		// And refunds and settles below their reservation beside the
@@ -118,7 +125,7 @@ func targets() []target {
 		{"redis-leases-reset-returns", withLease(leaseSpec), func(r *run) {
 			redistest.Shared(r.t)
 			r.redisReplicas(single(redistest.SharedAddr, nil), redisstore.WithLeases(0, leaseDivisor), redisstore.WithOverLimitCache(0))
-			r.actual, r.stray, r.resets = 0, 0, 3
+			r.actual, r.stray, r.resets = 0, 0, 30
 			r.length = r.length * 3 / 2
 		}},
 		// WithReplicaAcks on a master with one replica: the replica
