@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/limiter/redisstore"
@@ -61,7 +62,8 @@ type replica struct {
 	lim    *limiter.Limiter
 	slots  limiter.SlotStore
 	req    limiter.SlotRequest
-	server bool // Redis's clock decides: the fake clock places nothing
+	server bool             // Redis's clock decides: the fake clock places nothing
+	proxy  *redistest.Proxy // its own way to Redis, for aimed losses (nil: shared)
 }
 
 // A recorder collects a run's operations and faults.
@@ -128,6 +130,15 @@ type run struct {
 	// the first (backFirst) or the second: the fault injector's alone.
 	steps     int
 	backFirst bool
+	// aimAt names the kinds of call aimed losses drop the replies to,
+	// in turn (aims so far: the fault injector's alone); armed is how
+	// many more replies to calls of armedKind they may drop, aimed how
+	// many they aimed at, by kind.
+	aimAt     []Kind
+	aims      int
+	armedKind atomic.Pointer[Kind]
+	armed     atomic.Int64
+	aimed     map[Kind]*atomic.Int64
 }
 
 // key returns one of the keys of the phase the run is in: the one
@@ -200,11 +211,22 @@ func (r *run) record() *History {
 	if n := r.rec.refused.Load(); n > 0 {
 		r.t.Logf("%s seed %d: %d operations failed sending nothing (an open breaker, a dial refused), left out", r.name, r.seed, n)
 	}
+	if len(r.aimAt) > 0 {
+		aimed := map[Kind]int64{}
+		for _, k := range r.aimAt {
+			aimed[k] = r.aimed[k].Load()
+		}
+		r.t.Logf("%s seed %d: replies lost aimed at %v", r.name, r.seed, aimed)
+	}
 	if fs := r.rec.failures; len(fs) > 0 {
 		first := time.Duration(slices.MinFunc(fs, byCallTime).call)
 		last := time.Duration(slices.MaxFunc(fs, byCallTime).call)
-		r.t.Logf("%s seed %d: operations failed from %v to %v (%v)", r.name, r.seed,
-			first.Round(time.Millisecond), last.Round(time.Millisecond), (last - first).Round(time.Millisecond))
+		kinds := map[Kind]int{}
+		for _, f := range fs {
+			kinds[f.kind]++
+		}
+		r.t.Logf("%s seed %d: operations failed from %v to %v (%v), by kind %v", r.name, r.seed,
+			first.Round(time.Millisecond), last.Round(time.Millisecond), (last - first).Round(time.Millisecond), kinds)
 	}
 	return &History{Name: r.name, Seed: r.seed, Spec: r.spec, Ops: r.rec.ops, Faults: r.rec.faults}
 }
@@ -514,7 +536,9 @@ func (w *worker) decide(k Kind, key string, refund bool) {
 	}
 	back := w.begin(Refund, key)
 	back.In.Cost, back.In.Charged, back.In.Local = cost, d.DecidedAt().UnixMilli(), op.Out.Local
+	done := w.aim(Refund)
 	err = w.rp.lim.Refund(ctx, key, cost, d)
+	done()
 	w.end(&back)
 	w.finish(back, err)
 }
@@ -578,7 +602,9 @@ func (w *worker) settle() {
 	}
 	op := w.begin(Settle, in.Key)
 	op.In.Cost, op.In.Actual, op.In.Charged, op.In.Local = res.reserved, actual, in.Charged, in.Local
+	done := w.aim(Settle)
 	err := w.rp.lim.Settle(ctx, res.key, res.reserved, actual, res.d)
+	done()
 	w.end(&op)
 	w.finish(op, err)
 }
@@ -586,7 +612,9 @@ func (w *worker) settle() {
 // reset resets key.
 func (w *worker) reset(key string) {
 	op := w.begin(Reset, key)
+	done := w.aim(Reset)
 	err := w.rp.lim.Reset(context.Background(), key)
+	done()
 	w.end(&op)
 	w.finish(op, err)
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,11 +78,19 @@ func targets() []target {
 		}},
 		// Settles, each right after its reservation, under lost replies
 		// only: a settle whose reply is lost is sent once more with its
-		// token, and applied once.
+		// token, and applied once. Some losses are aimed at refunds,
+		// settles and Resets (a proxy per replica), which losses at
+		// random seldom hit.
 		{"redis-settles", settleSpec, func(r *run) {
 			s := startServer(r.t)
-			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0))
-			r.faults, r.settles = []faultKind{lostReplies(s.proxy)}, 38
+			client, proxies := perReplica(r.t, s.srv.Addr(), 3)
+			r.redisReplicas(client, redisstore.WithOverLimitCache(0))
+			for i, rp := range r.reps {
+				rp.proxy = proxies[i]
+			}
+			r.faults, r.settles = []faultKind{lostReplies(proxies...), aimedLosses}, 38
+			r.aimAt = []Kind{Refund, Settle, Refund, Reset} // refunds, rarer, twice
+			r.aimed = map[Kind]*atomic.Int64{Refund: {}, Settle: {}, Reset: {}}
 			r.length *= 2 // a lost reply must fall on a settle, which two replies in five carry
 		}},
 		{"redis-serverclock", withServerClock(shortSpec), func(r *run) {
