@@ -59,10 +59,11 @@ SOAK_DURATION ?= 2m
 soak:
 	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 15m -run TestSoak -v ./internal/soak
 
-# The history checker's long run (docs/linearizability.md): every
-# configuration with JEPSEN_SEEDS seeds from JEPSEN_SEED, longer histories,
-# and the failovers with and without redisstore.WithReplicaAcks. make test
-# runs its short run (one seed, short histories). A history no order
+# The history checker's long run (docs/redis.md, "Every history checked
+# for linearizability"): every configuration with JEPSEN_SEEDS seeds from
+# JEPSEN_SEED, longer histories, and the failovers with and without
+# redisstore.WithReplicaAcks. make test runs its short run (one seed,
+# drawn at random and logged, short histories). A history no order
 # explains is saved under internal/linearize/testdata/failed/, for
 # TestReplay, with a view and a text account in a temporary directory.
 JEPSEN_SEED  ?= 1

@@ -4,5 +4,7 @@
 // acquires and releases), each with its call and return times and its
 // answer, while faults are injected, and checks each history with
 // porcupine against a sequential model of the policy (Model): its
-// windows, limits, debt and slots.
+// windows, limits, debt and slots. A failed operation, which the model
+// takes for one that may or may not have happened, must be one a fault
+// explains (the harness bounds them).
 package linearize

@@ -124,7 +124,7 @@ func TestFailover(t *testing.T) {
 				continue
 			}
 			for i := range seeds {
-				seed := *seedFlag + uint64(i)
+				seed := firstSeed() + uint64(i)
 				// A subtest per seed: its servers stop when it ends.
 				t.Run(name+"/seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 					r := newRun(t, strings.ReplaceAll(name, "/", "-"), seed, failoverSpec, length)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fixedwindow/ratelimit/internal/redistest"
+	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,19 +54,25 @@ func (r *run) inject(done <-chan struct{}) {
 	}
 }
 
-// clockStep steps one replica's clock by up to 1.2 s either way (less
-// than the expiry margin, 2 s: a replica further behind may find its
-// window's key expired, as documented) for 100 to 250 ms, then back.
+// clockStep steps one replica's clock across a boundary of the
+// shortest window, within 200 ms of it, forward and back by turns (the
+// seed says which first), by 1.2 s at most (less than the expiry
+// margin, 2 s: a replica further behind may find its window's key
+// expired, as documented), for 100 to 250 ms, then back.
 var clockStep = faultKind{"clock-step", func(r *run, rng *rand.Rand) (string, time.Duration, func()) {
 	rp := r.reps[rng.IntN(len(r.reps))]
-	d := time.Duration(200+rng.IntN(1000)) * time.Millisecond
-	if rng.IntN(2) == 0 {
-		d = -d
+	if r.steps == 0 {
+		r.backFirst = rng.IntN(2) == 0
 	}
-	rp.step(d)
+	back := (r.steps%2 == 1) != r.backFirst
+	r.steps++
+	d := rp.stepAcross(r.spec.shortest(), back, rng.Int64N(200))
 	return fmt.Sprintf("replica %d's clock %+v", rp.id, d), time.Duration(100+rng.IntN(150)) * time.Millisecond,
 		func() { rp.step(-d) }
 }}
+
+// maxStep bounds a clock step: under the expiry margin.
+const maxStep = 1200 * time.Millisecond
 
 // lostReplies drops the next one to three replies of one server, after
 // it ran the command: each connection that carried one is closed.
@@ -160,5 +167,39 @@ func dialVia(proxies map[string]*redistest.Proxy) func(ctx context.Context, netw
 			addr = p.Addr()
 		}
 		return d.DialContext(ctx, network, addr)
+	}
+}
+
+func TestStepAcross(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		at      int64 // ms after epoch0, a window boundary
+		back    bool
+		past    int64
+		want    time.Duration
+		landsAt int64
+	}{
+		{"forward_to_the_boundary", 300, false, 0, 700 * time.Millisecond, 1000},
+		{"forward_past_it", 300, false, 199, 899 * time.Millisecond, 1199},
+		{"back_to_the_last_ms_before", 300, true, 0, -301 * time.Millisecond, -1},
+		{"back_past_it", 300, true, 199, -500 * time.Millisecond, -200},
+		{"forward_from_the_start", 0, false, 199, 1199 * time.Millisecond, 1199},
+		{"back_from_the_last_ms", 999, true, 199, -1199 * time.Millisecond, -200},
+		{"forward_capped", 0, false, 200, maxStep, 1200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rp := &replica{clock: limitertest.New(epoch0.Add(time.Duration(tc.at) * time.Millisecond))}
+			d := rp.stepAcross(1000, tc.back, tc.past)
+			if got := rp.clock.Now().Sub(epoch0).Milliseconds(); d != tc.want || got != tc.landsAt {
+				t.Fatalf("at %d, back %v, past %d: stepped %v to %d, want %v to %d", tc.at, tc.back, tc.past, d, got, tc.want, tc.landsAt)
+			}
+			wantEpoch := 0
+			if tc.back {
+				wantEpoch = 1
+			}
+			if rp.epoch != wantEpoch {
+				t.Fatalf("steps back counted %d, want %d", rp.epoch, wantEpoch)
+			}
+		})
 	}
 }

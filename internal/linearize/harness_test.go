@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/fixedwindow/ratelimit/internal/redistest"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/limiter/limitertest"
 	"github.com/fixedwindow/ratelimit/limiter/redisstore"
@@ -60,7 +62,8 @@ type replica struct {
 	lim    *limiter.Limiter
 	slots  limiter.SlotStore
 	req    limiter.SlotRequest
-	server bool // Redis's clock decides: the fake clock places nothing
+	server bool             // Redis's clock decides: the fake clock places nothing
+	proxy  *redistest.Proxy // its own way to Redis, for aimed losses (nil: shared)
 }
 
 // A recorder collects a run's operations and faults.
@@ -71,11 +74,10 @@ type recorder struct {
 	faults []Fault
 	token  atomic.Int64
 	// refused counts the operations that failed sending nothing (see
-	// unsent): left out of the history. failedFirst and failedLast are
-	// when the first and the last operation that failed, either way, were
-	// called (ns, as an Op's times).
-	refused                 atomic.Int64
-	failedFirst, failedLast atomic.Int64
+	// unsent): left out of the history. failures are every operation
+	// that failed, either way (guarded by mu).
+	refused  atomic.Int64
+	failures []failure
 }
 
 func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
@@ -86,11 +88,11 @@ func (r *recorder) add(op ...Op) {
 	r.mu.Unlock()
 }
 
-// failed notes an operation called at call that failed.
-func (r *recorder) failed(call int64) {
-	r.failedFirst.CompareAndSwap(0, call)
-	for last := r.failedLast.Load(); call > last && !r.failedLast.CompareAndSwap(last, call); last = r.failedLast.Load() {
-	}
+// failed notes an operation that failed.
+func (r *recorder) failed(f failure) {
+	r.mu.Lock()
+	r.failures = append(r.failures, f)
+	r.mu.Unlock()
 }
 
 func (r *recorder) fault(f Fault) {
@@ -111,15 +113,32 @@ type run struct {
 	phase   time.Duration // how long a key is used: the keys of a phase are its partitions
 	keys    int           // per phase
 	faults  []faultKind
+	timeout time.Duration              // the store's (redisstore.WithTimeout)
 	event   func(done <-chan struct{}) // a failover, run once beside the faults
 	rec     recorder
 	stop    atomic.Bool
 	maxCost int64
 	actual  int64 // a settle's actual cost is 0 to reserved + actual
-	resets  int   // the share of operations that reset their key, %
-	stray   int   // one operation in stray is on any key of the phase, not the replica's (0: none)
-	returns bool  // refunds, and settles below their reservation
-	settles int   // how many more operations in 100 reserve and settle at once (at most 38)
+	resets  int   // the share of operations that reset their key, per mille
+	// lateResets: Resets in the second half of each phase only, once
+	// the key's long window may be full.
+	lateResets bool
+	stray      int  // one operation in stray is on any key of the phase, not the replica's (0: none)
+	returns    bool // refunds, and settles below their reservation
+	settles    int  // how many more operations in 100 reserve and settle at once (at most 38)
+	// steps counts the clock steps so far, which go back by turns from
+	// the first (backFirst) or the second: the fault injector's alone.
+	steps     int
+	backFirst bool
+	// aimAt names the kinds of call aimed losses drop the replies to,
+	// in turn (aims so far: the fault injector's alone); armed is how
+	// many more replies to calls of armedKind they may drop, aimed how
+	// many they aimed at, by kind.
+	aimAt     []Kind
+	aims      int
+	armedKind atomic.Pointer[Kind]
+	armed     atomic.Int64
+	aimed     map[Kind]*atomic.Int64
 }
 
 // key returns one of the keys of the phase the run is in: the one
@@ -192,10 +211,22 @@ func (r *run) record() *History {
 	if n := r.rec.refused.Load(); n > 0 {
 		r.t.Logf("%s seed %d: %d operations failed sending nothing (an open breaker, a dial refused), left out", r.name, r.seed, n)
 	}
-	if r.rec.failedLast.Load() > 0 {
-		first, last := time.Duration(r.rec.failedFirst.Load()), time.Duration(r.rec.failedLast.Load())
-		r.t.Logf("%s seed %d: operations failed from %v to %v (%v)", r.name, r.seed,
-			first.Round(time.Millisecond), last.Round(time.Millisecond), (last - first).Round(time.Millisecond))
+	if len(r.aimAt) > 0 {
+		aimed := map[Kind]int64{}
+		for _, k := range r.aimAt {
+			aimed[k] = r.aimed[k].Load()
+		}
+		r.t.Logf("%s seed %d: replies lost aimed at %v", r.name, r.seed, aimed)
+	}
+	if fs := r.rec.failures; len(fs) > 0 {
+		first := time.Duration(slices.MinFunc(fs, byCallTime).call)
+		last := time.Duration(slices.MaxFunc(fs, byCallTime).call)
+		kinds := map[Kind]int{}
+		for _, f := range fs {
+			kinds[f.kind]++
+		}
+		r.t.Logf("%s seed %d: operations failed from %v to %v (%v), by kind %v", r.name, r.seed,
+			first.Round(time.Millisecond), last.Round(time.Millisecond), (last - first).Round(time.Millisecond), kinds)
 	}
 	return &History{Name: r.name, Seed: r.seed, Spec: r.spec, Ops: r.rec.ops, Faults: r.rec.faults}
 }
@@ -225,11 +256,34 @@ func (r *run) moveClocks(done <-chan struct{}) {
 // step moves rp's clock by d, counting a step back.
 func (rp *replica) step(d time.Duration) {
 	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.advance(d)
+}
+
+func (rp *replica) advance(d time.Duration) {
 	rp.clock.Advance(d)
 	if d < 0 {
 		rp.epoch++
 	}
-	rp.mu.Unlock()
+}
+
+// stepAcross moves rp's clock across the next boundary of windows of
+// windowMs, to past ms after it (back: across the current window's
+// start, to past ms before its last millisecond), by maxStep at most,
+// and returns the step.
+func (rp *replica) stepAcross(windowMs int64, back bool, past int64) time.Duration {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	now := rp.clock.Now().UnixMilli()
+	into := now - floorDiv(now, windowMs)*windowMs
+	ms := windowMs - into + past
+	if back {
+		ms = -(into + 1 + past)
+	}
+	d := time.Duration(ms) * time.Millisecond
+	d = max(-maxStep, min(maxStep, d))
+	rp.advance(d)
+	return d
 }
 
 // longCheckTimeout bounds the check of one history of the long run:
@@ -269,8 +323,8 @@ func verdict(t testing.TB, h *History) Verdict {
 	}
 	v := Check(h, timeout)
 	ops, unknown := h.Counts()
-	t.Logf("%s seed %d: %d operations (%d failed), %d keys, %d faults: %s in %v",
-		h.Name, h.Seed, ops, unknown, len(h.Keys()), len(h.Faults), v.Result, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s seed %d: %d operations (%d failed), %d keys, %d faults: %s in %v; %s",
+		h.Name, h.Seed, ops, unknown, len(h.Keys()), len(h.Faults), v.Result, time.Since(start).Round(time.Millisecond), describeFull(h))
 	for _, f := range h.Faults {
 		t.Logf("  %s at %v for %v: %s", f.Kind, time.Duration(f.Start).Round(time.Millisecond),
 			time.Duration(f.End-f.Start).Round(time.Millisecond), f.Detail)
@@ -342,7 +396,7 @@ func (w *worker) loop() {
 	r := w.run
 	for !r.stop.Load() {
 		key := r.key(w.rng, w.rp)
-		if w.rng.IntN(100) < r.resets {
+		if w.rng.IntN(1000) < r.resets && (!r.lateResets || time.Since(r.rec.start)%r.phase >= r.phase/2) {
 			w.reset(key)
 			continue
 		}
@@ -397,7 +451,7 @@ func (w *worker) end(op *Op) {
 // any other may take effect until unknownSpan after its call, or never.
 func (w *worker) finish(op Op, err error) bool {
 	if err != nil {
-		w.run.rec.failed(op.Call)
+		w.run.rec.failed(failureOf(&op, err))
 		if unsent(op.In.Kind, err) {
 			w.run.rec.refused.Add(1)
 			return false
@@ -482,7 +536,9 @@ func (w *worker) decide(k Kind, key string, refund bool) {
 	}
 	back := w.begin(Refund, key)
 	back.In.Cost, back.In.Charged, back.In.Local = cost, d.DecidedAt().UnixMilli(), op.Out.Local
+	done := w.aim(Refund)
 	err = w.rp.lim.Refund(ctx, key, cost, d)
+	done()
 	w.end(&back)
 	w.finish(back, err)
 }
@@ -546,7 +602,9 @@ func (w *worker) settle() {
 	}
 	op := w.begin(Settle, in.Key)
 	op.In.Cost, op.In.Actual, op.In.Charged, op.In.Local = res.reserved, actual, in.Charged, in.Local
+	done := w.aim(Settle)
 	err := w.rp.lim.Settle(ctx, res.key, res.reserved, actual, res.d)
+	done()
 	w.end(&op)
 	w.finish(op, err)
 }
@@ -554,7 +612,9 @@ func (w *worker) settle() {
 // reset resets key.
 func (w *worker) reset(key string) {
 	op := w.begin(Reset, key)
+	done := w.aim(Reset)
 	err := w.rp.lim.Reset(context.Background(), key)
+	done()
 	w.end(&op)
 	w.finish(op, err)
 }

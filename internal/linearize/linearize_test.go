@@ -2,9 +2,12 @@ package linearize
 
 import (
 	"flag"
+	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,9 +17,21 @@ import (
 
 var (
 	long      = flag.Bool("long", false, "the long run (make jepsen): longer histories, and -seeds of them")
-	seedFlag  = flag.Uint64("seed", 1, "the first seed")
+	seedFlag  = flag.Uint64("seed", 0, "the first seed (0: one drawn at random for the run, and logged)")
 	seedsFlag = flag.Int("seeds", 5, "with -long, how many seeds from -seed")
 )
+
+// firstSeed returns the first seed of the run: -seed, or one drawn at
+// random once per test process, so that every short run records other
+// histories (another interleaving of the faults, clock steps the other
+// way first); a failure names its seed in the subtest's name, and
+// `-args -seed N` records that seed's histories again.
+var firstSeed = sync.OnceValue(func() uint64 {
+	if *seedFlag != 0 {
+		return *seedFlag
+	}
+	return 1 + rand.Uint64N(1_000_000)
+})
 
 // size returns how many seeds to record and how long each history is:
 // one of 1.5 s in the short run.
@@ -40,27 +55,42 @@ func targets() []target {
 			r.memory()
 			r.faults = []faultKind{clockStep}
 		}},
+		// The long window binds: Resets 1 in 1,000 operations, not 20,
+		// which wipe each key every few hundred ms of its clock.
 		{"redis", shortSpec, func(r *run) {
 			redistest.Shared(r.t)
 			r.redisReplicas(single(redistest.SharedAddr, nil), redisstore.WithOverLimitCache(0))
+			r.resets = 1
 		}},
 		{"redis-faults", shortSpec, func(r *run) {
 			s := startServer(r.t)
 			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0))
 			r.faults = s.faults()
 		}},
-		{"redis-cache", withStale(shortSpec), func(r *run) {
+		// The cache, against the long window's refusals too: 20 every
+		// 4 s, which two seconds fill, then Resets (another replica's
+		// leaves the cache's entry, its bound a second).
+		{"redis-cache", withStale(cacheSpec), func(r *run) {
 			s := startServer(r.t)
 			r.redisReplicas(single(s.proxy.Addr(), nil))
 			r.faults = s.faults()
+			r.lateResets = true
 		}},
 		// Settles, each right after its reservation, under lost replies
 		// only: a settle whose reply is lost is sent once more with its
-		// token, and applied once.
+		// token, and applied once. Some losses are aimed at refunds,
+		// settles and Resets (a proxy per replica), which losses at
+		// random seldom hit.
 		{"redis-settles", settleSpec, func(r *run) {
 			s := startServer(r.t)
-			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0))
-			r.faults, r.settles = []faultKind{lostReplies(s.proxy)}, 38
+			client, proxies := perReplica(r.t, s.srv.Addr(), 3)
+			r.redisReplicas(client, redisstore.WithOverLimitCache(0))
+			for i, rp := range r.reps {
+				rp.proxy = proxies[i]
+			}
+			r.faults, r.settles = []faultKind{lostReplies(proxies...), aimedLosses}, 38
+			r.aimAt = []Kind{Refund, Settle, Refund, Reset} // refunds, rarer, twice
+			r.aimed = map[Kind]*atomic.Int64{Refund: {}, Settle: {}, Reset: {}}
 			r.length *= 2 // a lost reply must fall on a settle, which two replies in five carry
 		}},
 		{"redis-serverclock", withServerClock(shortSpec), func(r *run) {
@@ -94,7 +124,7 @@ func targets() []target {
 			r.redisReplicas(single(redistest.SharedAddr, nil), redisstore.WithLeases(0, leaseDivisor), redisstore.WithOverLimitCache(0))
 			// A replica leaves a key it leased and comes back to it,
 			// another resetting it meanwhile.
-			r.actual, r.stray, r.resets, r.returns = 0, 0, 3, false
+			r.actual, r.stray, r.resets, r.returns = 0, 0, 30, false
 			r.length = r.length * 3 / 2 // a key's phase holds a few such returns only
 		}},
 		// And refunds and settles below their reservation beside the
@@ -104,7 +134,7 @@ func targets() []target {
 		{"redis-leases-reset-returns", withLease(leaseSpec), func(r *run) {
 			redistest.Shared(r.t)
 			r.redisReplicas(single(redistest.SharedAddr, nil), redisstore.WithLeases(0, leaseDivisor), redisstore.WithOverLimitCache(0))
-			r.actual, r.stray, r.resets = 0, 0, 3
+			r.actual, r.stray, r.resets = 0, 0, 30
 			r.length = r.length * 3 / 2
 		}},
 		// WithReplicaAcks on a master with one replica: the replica
@@ -118,6 +148,7 @@ func targets() []target {
 			redistest.AwaitStreaming(r.t, s.srv.Addr(), 1)
 			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0),
 				redisstore.WithReplicaAcks(1, ackTimeout), redisstore.WithTimeout(failoverTimeout))
+			r.timeout = failoverTimeout
 			r.faults = []faultKind{lostReplies(s.proxy), connReset(s.admin), pause(s.srv, replica), clockStep}
 		}},
 		{"cluster", shortSpec, func(r *run) {
@@ -142,14 +173,17 @@ func withLease(sp Spec) Spec { sp.Lease = sp.Limits[0]/leaseDivisor + 3 - 1; ret
 // saved under testdata/ for TestReplay, and fails the test.
 func TestLinearizable(t *testing.T) {
 	seeds, length := size()
+	t.Logf("seeds %d to %d (again: -args -seed %d)", firstSeed(), firstSeed()+uint64(seeds)-1, firstSeed())
 	for _, tg := range targets() {
 		for i := range seeds {
-			seed := *seedFlag + uint64(i)
+			seed := firstSeed() + uint64(i)
 			// A subtest per seed: its servers stop when it ends.
 			t.Run(tg.name+"/seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 				r := newRun(t, tg.name, seed, tg.spec, length)
 				tg.build(r)
-				check(t, r.record())
+				h := r.record()
+				check(t, h)
+				r.boundFailures(h)
 			})
 		}
 	}

@@ -133,6 +133,48 @@ func TestModel(t *testing.T) {
 		{"server_clock_reset_after_its_next_decision", server, seq(
 			span(reset(1, 100), 300, 0), span(allow(0, 100, 2, true, 2, 2), 400, 150), span(allow(0, 100, 1, true, 3, 3), 400, 200),
 			span(refund(0, 100, 200, 1), 500, 300), span(peek(1, 100, 1, true, 4, 4), 600, 400)), porcupine.Illegal},
+		// The strict model: each of these passed a lenient variant of it
+		// (issue 46), and must not.
+		{"refused_with_room", redisSpec(), seq(
+			allow(0, 100, 1, true, 1, 1), allow(1, 200, 1, false, 1, 1)), porcupine.Illegal},
+		{"refused_with_room_on_a_fresh_key", redisSpec(), seq(
+			allow(0, 100, 3, false, 0, 0)), porcupine.Illegal},
+		{"refused_the_last_unit", redisSpec(), seq(
+			allow(0, 100, 2, true, 2, 2), allow(1, 200, 1, false, 2, 2)), porcupine.Illegal},
+		{"memory_refused_the_last_unit", memory, seq(
+			allow(0, 100, 2, true, 2, 2), allow(0, 200, 1, false, 2, 2)), porcupine.Illegal},
+		{"server_clock_refused_with_room", server, seq(
+			span(allow(0, 100, 2, true, 2, 2), 300, 200), span(allow(1, 100, 1, false, 2, 2), 500, 400)), porcupine.Illegal},
+		{"peek_refused_with_room", redisSpec(), seq(
+			allow(0, 100, 1, true, 1, 1), peek(1, 200, 2, false, 1, 1)), porcupine.Illegal},
+		{"long_window_full", redisSpec(), seq(
+			allow(0, 100, 3, true, 3, 3), allow(0, 1100, 2, true, 2, 5), allow(1, 2100, 1, false, 0, 5)), porcupine.Ok},
+		{"long_window_one_over", redisSpec(), seq(
+			allow(0, 100, 3, true, 3, 3), allow(0, 1100, 2, true, 2, 5), allow(1, 2100, 1, true, 1, 6)), porcupine.Illegal},
+		{"long_window_one_over_in_one_step", redisSpec(), seq(
+			allow(0, 100, 3, true, 3, 3), allow(0, 1100, 3, true, 3, 6)), porcupine.Illegal},
+		{"refund_once", redisSpec(), seq(
+			allow(0, 100, 1, true, 1, 1), allow(1, 200, 2, true, 3, 3), refund(0, 300, 100, 1),
+			peek(1, 400, 1, true, 3, 3)), porcupine.Ok},
+		{"refund_applied_twice", redisSpec(), seq(
+			allow(0, 100, 1, true, 1, 1), allow(1, 200, 2, true, 3, 3), refund(0, 300, 100, 1),
+			peek(1, 400, 1, true, 2, 2)), porcupine.Illegal},
+		{"failed_refund_applied_twice", redisSpec(), seq(
+			allow(0, 100, 1, true, 1, 1), allow(1, 200, 2, true, 3, 3), failed(refund(0, 300, 100, 1)),
+			peek(1, 400, 1, true, 2, 2)), porcupine.Illegal},
+		{"failed_refund_applied_once", redisSpec(), seq(
+			allow(0, 100, 1, true, 1, 1), allow(1, 200, 2, true, 3, 3), failed(refund(0, 300, 100, 1)),
+			peek(1, 400, 1, true, 3, 3)), porcupine.Ok},
+		{"settle_past_its_reservation", redisSpec(), seq(
+			allow(0, 100, 1, true, 1, 1), settle(0, 200, 100, 1, 3), peek(1, 300, 1, false, 3, 3)), porcupine.Ok},
+		{"settle_past_its_reservation_one_short", redisSpec(), seq(
+			allow(0, 100, 1, true, 1, 1), settle(0, 200, 100, 1, 3), peek(1, 300, 1, true, 3, 3)), porcupine.Illegal},
+		{"settle_below_its_reservation", redisSpec(), seq(
+			allow(0, 100, 3, true, 3, 3), settle(0, 200, 100, 3, 1), peek(1, 300, 1, true, 2, 2)), porcupine.Ok},
+		{"settle_below_its_reservation_one_short", redisSpec(), seq(
+			allow(0, 100, 3, true, 3, 3), settle(0, 200, 100, 3, 1), peek(1, 300, 1, true, 3, 3)), porcupine.Illegal},
+		{"memory_settle_one_short", memory, seq(
+			allow(0, 100, 1, true, 1, 1), settle(0, 200, 100, 1, 3), peek(0, 300, 1, true, 3, 3)), porcupine.Illegal},
 		{"slots", redisSpec(), seq(
 			acquire(0, 1, true, 1), acquire(1, 2, true, 2), acquire(1, 3, false, 2), release(0, 1),
 			acquire(1, 4, true, 2)), porcupine.Ok},

@@ -20,11 +20,12 @@ import (
 // and at most 3 slots at once. The leases' runs use longer windows, in
 // which a lease (a second at most) ends well before its window; the
 // settles' run limits high enough that most reservations are admitted,
-// and settled.
+// and settled; the cache's run a long window that two seconds fill.
 var (
 	shortSpec  = Spec{Windows: []int64{1000, 4000}, Limits: []int64{10, 30}, Slots: 3}
 	leaseSpec  = Spec{Windows: []int64{4000, 12000}, Limits: []int64{24, 60}, Slots: 3}
 	settleSpec = Spec{Windows: []int64{1000, 4000}, Limits: []int64{400, 1200}, Slots: 3}
+	cacheSpec  = Spec{Windows: []int64{1000, 4000}, Limits: []int64{10, 20}, Slots: 3}
 )
 
 // leaseDivisor caps each lease at 24/4 = 6 units.
@@ -34,7 +35,7 @@ const leaseDivisor = 4
 // for length.
 func newRun(t testing.TB, name string, seed uint64, sp Spec, length time.Duration) *run {
 	return &run{t: t, name: name, seed: seed, spec: sp, length: length, phase: time.Second,
-		keys: 3, workers: 2, maxCost: 3, actual: 3, resets: 2, stray: 2, returns: true}
+		keys: 3, workers: 2, maxCost: 3, actual: 3, resets: 20, stray: 2, returns: true, timeout: storeTimeout}
 }
 
 // policy returns the limiter's policy and cap for r's spec.
