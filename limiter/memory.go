@@ -119,10 +119,15 @@ type memShard struct {
 	// tableScan: a policy counted in each customer's zone has a table
 	// per zone and window (the tz database has about 600 zones).
 	byKey map[int64]*memTable
+	// No table that holds a counter is stale (see makeRoom) at an
+	// instant in [liveFrom, liveTo): bounds kept at every insertion,
+	// loose after the frees in between, made tight again by makeRoom,
+	// which looks through the tables only outside them.
+	liveFrom, liveTo int64
 	// resets are the windows Reset cleared (resetmark.go), read by
 	// returns alone, on a line of their own.
 	resets map[resetKey]resetMark
-	_      [48]byte // to a multiple of 64 bytes (TestMemShardSize)
+	_      [32]byte // to a multiple of 64 bytes (TestMemShardSize)
 }
 
 // tableScan is how many tables a shard looks through in order before it
@@ -275,6 +280,7 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (d Decision, err er
 					}
 					tabs[i].counts.set(h, packCount(state[i].Count, p.spans[i]))
 					sh.n++
+					sh.holds(tabs[i])
 				}
 			}
 		}
@@ -442,23 +448,39 @@ func (sh *memShard) sweep(ms int64) {
 // limit spent: one is evicted only when every counter sampled is as spent
 // as its own, and spent counters are a small share of a flooded shard.
 func (s *MemoryStore) makeRoom(sh *memShard, h uint64, ms int64) {
-	for _, t := range sh.tables {
-		if ms >= t.end || ms < t.start-(t.end-t.start) {
-			sh.free(t)
+	if ms < sh.liveFrom || ms >= sh.liveTo {
+		// Some table holding counters may be stale: free those, and
+		// bound the rest anew.
+		sh.liveFrom, sh.liveTo = math.MinInt64, math.MaxInt64
+		for _, t := range sh.tables {
+			switch {
+			case t.stale(ms):
+				sh.free(t)
+			case t.counts.n > 0:
+				sh.holds(t)
+			}
 		}
 	}
 	if sh.n < s.perShard {
 		return
 	}
 	// A shard holds at least MaxWindows counters and h has fewer than
-	// that here, so some table has another key's counter.
+	// that here, so some table has another key's counter. At most
+	// evictTables tables that hold counters are read, from one h picks:
+	// a policy counted in each customer's zone has hundreds.
 	from := h * 0x9E3779B97F4A7C15 // not h's own slot, which its top bits pick
 	var (
 		victim *memTable
 		slot   int
 		least  uint64
 	)
-	for _, t := range sh.tables {
+	n := len(sh.tables)
+	for k, read := int(h%uint64(n)), 0; read < evictTables && k < int(h%uint64(n))+n; k++ {
+		t := sh.tables[k%n]
+		if t.counts.n == 0 {
+			continue
+		}
+		read++
 		if i, v, ok := t.counts.cheapest(h, from, evictProbes); ok && (victim == nil || v < least) {
 			victim, slot, least = t, i, v
 		}
@@ -469,6 +491,25 @@ func (s *MemoryStore) makeRoom(sh *memShard, h uint64, ms int64) {
 		s.evictions.Add(1)
 	}
 }
+
+// stale reports whether t's window is one makeRoom frees at ms: ended,
+// or more than one window ahead (which the next request to reach it
+// would drop, see prepare).
+func (t *memTable) stale(ms int64) bool {
+	return ms >= t.end || ms < t.start-(t.end-t.start)
+}
+
+// holds notes that t holds a counter: no instant where it is stale is
+// in the shard's live bounds.
+func (sh *memShard) holds(t *memTable) {
+	sh.liveFrom = max(sh.liveFrom, t.start-(t.end-t.start))
+	sh.liveTo = min(sh.liveTo, t.end)
+}
+
+// evictTables is how many tables holding counters makeRoom reads for its
+// victim: 8 × evictProbes slots, enough for the odds evictProbes gives,
+// and a bounded cost when a shard has a table per customer's zone.
+const evictTables = 8
 
 // evictProbes is how many slots of each table makeRoom reads: at the
 // tables' loads, 7/16 to 7/8, 14 to 28 counters. A client at its limit is
@@ -588,6 +629,7 @@ func (s *MemoryStore) charge(req *Request, cost int64) {
 		}
 		t.counts.set(h, packCount(cost, p.spans[i]))
 		sh.n++
+		sh.holds(t)
 	}
 }
 

@@ -319,3 +319,35 @@ func TestMemoryStoreRefusesBadRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryStoreFullShardOfManyTablesFreesPastFirst: a shard with a
+// table per window length (as a policy counted in each customer's zone
+// has one per zone) frees a past window's counters before it evicts a
+// current one, wherever that table is among them, also after a full
+// shard has evicted (which bounds when its tables can hold past
+// counters, so that it need not look through them all per eviction).
+func TestMemoryStoreFullShardOfManyTablesFreesPastFirst(t *testing.T) {
+	t.Parallel()
+	const tables = 40
+	st := newTestStore(t, WithMaxKeys(2*tables), WithShards(1))
+	var policies []*Policy
+	for i := range tables {
+		policies = append(policies, MustPolicy("p"+strconv.Itoa(i), Rate{Limit: 5, Window: time.Duration(i+2) * time.Minute}))
+	}
+	second := MustPolicy("s", PerSecond(5))
+	for i := range tables {
+		take(t, st, second, "s"+strconv.Itoa(i), noon)
+		take(t, st, policies[i], "k"+strconv.Itoa(i), noon)
+	}
+	take(t, st, policies[0], "one-more", noon) // full: one current counter goes
+	if n := st.Stats().Evictions; n != 1 {
+		t.Fatalf("a full shard of current counters evicted %d for a new key, want 1", n)
+	}
+	later := noon.Add(2 * time.Second) // the second's counters are past; no minute window has ended
+	for i := range tables {
+		take(t, st, policies[i], "late"+strconv.Itoa(i), later)
+	}
+	if n := st.Stats().Evictions - 1; n != 0 {
+		t.Fatalf("evicted %d current counters while %d past ones could be freed", n, tables-1)
+	}
+}
