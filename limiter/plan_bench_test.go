@@ -26,13 +26,21 @@ func BenchmarkForAllow(b *testing.B) {
 	}
 	p := limiter.MustPolicy("scale", limiter.PerMonthIn(1_000_000_000_000, time.UTC), limiter.PerMinute(100_000_000_000))
 	clock := limitertest.New(time.Date(2026, 7, 15, 12, 0, 30, 0, time.UTC))
-	// newLimiter returns a limiter of p keeping n resolutions.
+	// newLimiter returns a limiter of p keeping n resolutions, on a
+	// memory store that holds every customer's counters.
 	newLimiter := func(b *testing.B, n int) *limiter.Limiter {
-		l, err := limiter.New(p, limiter.WithClock(clock), limiter.WithResolutions(n))
+		st, err := limiter.NewMemoryStore(limiter.WithMaxKeys(4 * customers))
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { l.Close() })
+		l, err := limiter.New(p, limiter.WithClock(clock), limiter.WithResolutions(n), limiter.WithStore(st))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			l.Close()
+			st.Close()
+		})
 		return l
 	}
 	plan := func(j int) *limiter.Plan {
@@ -67,15 +75,13 @@ func BenchmarkForAllow(b *testing.B) {
 	}
 	loads = append(loads, ld)
 
-	// A customer per request, of 1,048,576, in every row: each charges
-	// a counter of its own, as a service of that many customers does,
-	// so that the rows differ by their resolutions alone.
-	keys := make([]string, 1<<20)
+	keys := make([]string, customers)
 	for i := range keys {
 		keys[i] = "customer-" + strconv.Itoa(i)
 	}
-	ctx := context.Background()
 	b.Run("allow", func(b *testing.B) {
+		// Customer c's limiter is pairs=4's pair c mod 4, resolved
+		// beforehand.
 		l := newLimiter(b, defaultKept)
 		ls := make([]*limiter.Limiter, 4)
 		for i := range ls {
@@ -83,14 +89,7 @@ func BenchmarkForAllow(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if _, err := ls[i%len(ls)].Allow(ctx, keys[i%len(keys)], 1); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
+		serveCustomers(b, keys, func(c int) (*limiter.Limiter, error) { return ls[c%len(ls)], nil })
 	})
 	// Each row keeps its rotation resolved: with the default bound
 	// where it holds it, else with twice its pairs, as a service sizes
@@ -108,26 +107,45 @@ func BenchmarkForAllow(b *testing.B) {
 // defaultKept is WithResolutions's default.
 const defaultKept = 1 << 16
 
-// benchForAllow measures For and Allow of plans[k] in zones[k], k in
-// rotation, a key per request, after one pass over every pair (at most
-// two minutes).
+// customers is how many customers the rows serve, in turn: customer c
+// is of pair c mod the row's pairs (every pair has its customers), so
+// each row decides the same counters, and the rows differ by their
+// resolutions alone, not by how many counters stay in the CPU's caches.
+const customers = 1 << 20
+
+// benchForAllow measures For and Allow of customer c under plans[k] in
+// zones[k], k = c mod the pairs.
 func benchForAllow(b *testing.B, l *limiter.Limiter, plans []*limiter.Plan, zones, keys []string) {
+	serveCustomers(b, keys, func(c int) (*limiter.Limiter, error) {
+		k := c % len(plans)
+		return l.For(plans[k], zones[k])
+	})
+}
+
+// serveCustomers decides every customer once (at most two minutes), so
+// that their counters and resolutions exist, then times Allow of the
+// customers in turn, each by the limiter lim(c) returns.
+func serveCustomers(b *testing.B, keys []string, lim func(c int) (*limiter.Limiter, error)) {
 	ctx := context.Background()
 	start := time.Now()
-	for k := 0; k < len(plans) && time.Since(start) < 2*time.Minute; k++ {
-		if _, err := l.For(plans[k], zones[k]); err != nil {
+	for c := 0; c < len(keys) && time.Since(start) < 2*time.Minute; c++ {
+		l, err := lim(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.Allow(ctx, keys[c], 1); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		k := i % len(plans)
-		v, err := l.For(plans[k], zones[k])
+		c := i % len(keys)
+		l, err := lim(c)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := v.Allow(ctx, keys[i%len(keys)], 1); err != nil {
+		if _, err := l.Allow(ctx, keys[c], 1); err != nil {
 			b.Fatal(err)
 		}
 		i++
