@@ -61,3 +61,32 @@ func BenchmarkWrite(b *testing.B) {
 	run("allow_draft", decide(single, true), WithDraftHeaders())
 	run("allow_draft_layered", decide(layered, true), WithDraftHeaders())
 }
+
+// BenchmarkWriteManyPolicies measures the draft headers of decisions
+// under 5,000 policies in turn, as a door of plans in every zone makes
+// (one policy per plan and zone): each policy's header values are
+// computed once and found after. (The cache of them once started afresh
+// past 4,096, and a rotation past that computed them per request.)
+func BenchmarkWriteManyPolicies(b *testing.B) {
+	at := time.Date(2026, 7, 31, 12, 0, 30, 0, time.UTC)
+	ds := make([]limiter.Decision, 5_000)
+	for i := range ds {
+		p := limiter.MustPolicy("plan-"+strconv.Itoa(i), limiter.PerMinute(int64(1000+i)))
+		_, ds[i] = limiter.Decide(p, [limiter.MaxWindows]limiter.State{}, at, 1)
+	}
+	w, err := New(WithDraftHeaders())
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := http.Header{}
+	for i := range ds {
+		w.Write(h, &ds[i])
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		clear(h)
+		w.Write(h, &ds[i%len(ds)])
+		i++
+	}
+}

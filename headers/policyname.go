@@ -2,10 +2,10 @@ package headers
 
 import (
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/fixedwindow/ratelimit/internal/cache"
 	"github.com/fixedwindow/ratelimit/internal/calendar"
 	"github.com/fixedwindow/ratelimit/internal/refusal"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -39,6 +39,7 @@ func windowName(p *limiter.Policy, window time.Duration) string {
 // windows' caches and keeps the last value built, which serves until a
 // window's length changes.
 type policyInfo struct {
+	p       *limiter.Policy // the policy it describes
 	windows []time.Duration // each rate's Window: 0 for a calendar rate
 	limits  []int64
 	names   []string // "api-1m", "plan-day", in the order of the rates
@@ -58,43 +59,37 @@ type policyValue struct {
 	value   string
 }
 
-// maxCachedPolicies bounds the policy cache: a door's policies are
-// fixed at startup, and one per plan and zone under WithPlans
-// (limiter.Limiter.For keeps at most 4096 a limiter), a few hundred
-// bytes each; past the bound the cache starts afresh, so that the
-// policies of plans no longer used do not stay.
-const maxCachedPolicies = 4096
-
 // policyCache maps *limiter.Policy to its *policyInfo. A Policy is
-// immutable, so its pointer identifies it.
+// immutable, so its pointer identifies it. A door's policies are fixed at
+// startup, and one per plan and zone under WithPlans: it keeps as many as
+// a service keeps resolutions (internal/cache.MemoBound), past which each
+// new one evicts one not used lately, so that the policies of plans no
+// longer used do not stay and those in use are never computed per
+// request.
+//
+// The entry last found is kept aside: a door of one policy (the usual
+// case) finds it by a pointer comparison, which costs less than the map.
 type policyCache struct {
-	m sync.Map
-	n atomic.Int64
+	m    cache.Memo[*limiter.Policy, *policyInfo]
+	last atomic.Pointer[policyInfo]
 }
 
 func (c *policyCache) get(p *limiter.Policy) *policyInfo {
-	if v, ok := c.m.Load(p); ok {
-		return v.(*policyInfo)
+	if info := c.last.Load(); info != nil && info.p == p {
+		return info
 	}
-	info := newPolicyInfo(p)
-	if c.n.Load() >= maxCachedPolicies {
-		c.m.Clear() // start afresh: the policies in use come back
-		c.n.Store(0)
-	}
-	if v, loaded := c.m.LoadOrStore(p, info); loaded {
-		return v.(*policyInfo)
-	}
-	c.n.Add(1)
+	info := c.m.Get(p, newPolicyInfo)
+	c.last.Store(info)
 	return info
 }
 
 func newPolicyInfo(p *limiter.Policy) *policyInfo {
 	if m := p.MaxInFlight(); m > 0 {
 		q := `"` + p.Name() + `"`
-		return &policyInfo{windows: []time.Duration{0}, limits: []int64{m}, names: []string{p.Name()},
+		return &policyInfo{p: p, windows: []time.Duration{0}, limits: []int64{m}, names: []string{p.Name()},
 			quoted: []string{q}, policy: capPolicyItem(q, m)}
 	}
-	info := &policyInfo{unit: p.Unit()}
+	info := &policyInfo{p: p, unit: p.Unit()}
 	if info.unit != limiter.UnitRequests {
 		info.qu = `;qu="` + info.unit + `"`
 	}

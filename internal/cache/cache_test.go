@@ -136,3 +136,30 @@ func TestMapKeepsBelowItsBound(t *testing.T) {
 		t.Fatalf("kept %d of %d keys in %d slots, want at least 99.9 %%", kept, n, m.Bound())
 	}
 }
+
+// TestMemoKeepsPastTheOldBound: a Memo computes each key's value once,
+// for far more keys than the 4,096 the caches it replaced kept before
+// starting afresh, and its zero value is ready.
+func TestMemoKeepsPastTheOldBound(t *testing.T) {
+	var m Memo[*int, int]
+	keys := make([]*int, 10_000)
+	computed := 0
+	compute := func(k *int) int { computed++; return *k * 2 }
+	for round := range 3 {
+		for i := range keys {
+			if round == 0 {
+				keys[i] = new(int)
+				*keys[i] = i
+			}
+			if v := m.Get(keys[i], compute); v != 2*i {
+				t.Fatalf("round %d: Get(key %d) = %d, want %d", round, i, v, 2*i)
+			}
+		}
+	}
+	if computed != len(keys) {
+		t.Fatalf("computed %d values for %d keys in 3 rounds, want each once", computed, len(keys))
+	}
+	if st := m.Stats(); st.Kept != int64(len(keys)) {
+		t.Fatalf("Stats().Kept = %d, want %d", st.Kept, len(keys))
+	}
+}

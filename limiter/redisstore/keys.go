@@ -3,9 +3,9 @@ package redisstore
 import (
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
+	"github.com/fixedwindow/ratelimit/internal/cache"
 	"github.com/fixedwindow/ratelimit/internal/calendar"
 	"github.com/fixedwindow/ratelimit/internal/window"
 	"github.com/fixedwindow/ratelimit/limiter"
@@ -65,15 +65,15 @@ func (pk *policyKeys) window(i int, ms int64) (id, start, end int64) {
 }
 
 // policyMemo memoises a value per policy. Policies are usually few and
-// long-lived, with one per plan and zone (limiter.Limiter.For); a lookup
-// that builds plans per request must not grow it without end, so past
-// maxCachedPolicies entries it starts afresh: the policies in use come
-// back, and those of plans no longer used go. The entry last found is kept aside:
-// a store under one policy (the usual case) looks it up several times per
-// decision, and a pointer comparison costs less than the map.
+// long-lived, with one per plan and zone (limiter.Limiter.For); it keeps
+// as many as a service keeps resolutions (internal/cache.MemoBound), past
+// which each new one evicts one not used lately, so that a lookup that
+// builds plans per request does not grow it without end, and the policies
+// in use are never computed per request. The entry last found is kept
+// aside: a store under one policy (the usual case) looks it up several
+// times per decision, and a pointer comparison costs less than the map.
 type policyMemo[V any] struct {
-	m    sync.Map // *limiter.Policy -> *memoEntry[V]
-	n    atomic.Int64
+	m    cache.Memo[*limiter.Policy, *memoEntry[V]]
 	last atomic.Pointer[memoEntry[V]]
 }
 
@@ -82,28 +82,13 @@ type memoEntry[V any] struct {
 	v V
 }
 
-// maxCachedPolicies bounds the per-policy caches of a Store: as many as
-// a limiter keeps plans' limiters (limiter.Limiter.For).
-const maxCachedPolicies = 4096
-
 func (c *policyMemo[V]) get(p *limiter.Policy, compute func(*limiter.Policy) V) V {
 	if e := c.last.Load(); e != nil && e.p == p {
 		return e.v
 	}
-	if e, ok := c.m.Load(p); ok {
-		c.last.Store(e.(*memoEntry[V]))
-		return e.(*memoEntry[V]).v
-	}
-	v := compute(p)
-	if c.n.Load() >= maxCachedPolicies {
-		c.m.Clear() // start afresh
-		c.n.Store(0)
-	}
-	got, loaded := c.m.LoadOrStore(p, &memoEntry[V]{p, v})
-	if !loaded {
-		c.n.Add(1)
-	}
-	return got.(*memoEntry[V]).v
+	e := c.m.Get(p, func(p *limiter.Policy) *memoEntry[V] { return &memoEntry[V]{p, compute(p)} })
+	c.last.Store(e)
+	return e.v
 }
 
 type keyCache struct{ policyMemo[*policyKeys] }
