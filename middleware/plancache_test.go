@@ -68,23 +68,23 @@ func (s *scaleServer) serve(i int) {
 // and zone pairs in rotation a request allocates at most what it does
 // with 4, plus 64 B, and as many times.
 func TestPlansAtScaleAllocateAsFew(t *testing.T) {
-	_, loads := scaleLoadsOnceNames(t)
+	loads := scaleLoadsOnce(t)
 	perRequest := func(name string) (float64, float64) {
 		ld := loads[name]
-		s := newScaleServer(t, 1<<17, ld.plans, ld.zones)
-		for i := range ld.plans { // resolve every pair once
+		s := newScaleServer(t, 1<<17, ld.Plans, ld.Zones)
+		for i := range ld.Plans { // resolve every pair once
 			s.serve(i)
 		}
 		if s.w.notOK > 0 {
 			t.Fatalf("%s: %d requests not answered 200", name, s.w.notOK)
 		}
 		i := 0
-		allocs := testing.AllocsPerRun(len(ld.plans), func() { s.serve(i); i++ })
-		b := bytesPerRequest(len(ld.plans), s.serve)
+		allocs := testing.AllocsPerRun(len(ld.Plans), func() { s.serve(i); i++ })
+		b := bytesPerRequest(len(ld.Plans), s.serve)
 		// Two choices of eight slots each keep all but a few of 100,000
 		// in 131,072 (4 in the run that wrote this).
-		if st := s.cache.Stats(); st.Kept < int64(len(ld.plans))*999/1000 {
-			t.Errorf("%s: kept %d resolutions after %d pairs, want 99.9 %% of them", name, st.Kept, len(ld.plans))
+		if st := s.cache.Stats(); st.Kept < int64(len(ld.Plans))*999/1000 {
+			t.Errorf("%s: kept %d resolutions after %d pairs, want 99.9 %% of them", name, st.Kept, len(ld.Plans))
 		}
 		return allocs, b
 	}

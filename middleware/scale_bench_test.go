@@ -13,67 +13,8 @@ import (
 	"github.com/fixedwindow/ratelimit/middleware"
 )
 
-// A scaleLoad is what a service's lookup answers in turn: pair i is
-// plans[i] in zones[i].
-type scaleLoad struct {
-	plans []*limiter.Plan
-	zones []string
-}
-
-// scalePolicy is the policy of the scale benchmarks: a calendar month,
-// counted in each customer's zone, over a minute, with limits no client
-// reaches.
-func scalePolicy() *limiter.Policy {
-	return limiter.MustPolicy("scale", limiter.PerMonthIn(1_000_000_000_000, time.UTC), limiter.PerMinute(100_000_000_000))
-}
-
-// scalePlan returns the j'th plan of the scale policy: limits of its own.
-func scalePlan(j int) *limiter.Plan {
-	return &limiter.Plan{Name: "plan-" + strconv.Itoa(j), Limits: map[string][]int64{"scale": {900_000_000_000 + int64(j), 100_000_000_000}}}
-}
-
-// scaleLoads returns the workloads of issue 44, by row name: n plan and
-// zone pairs in rotation (pair k is plan k/len(zones) in zone
-// k%len(zones), so 4,186 pairs are 7 plans across every zone of the tz
-// database); a plan of its own for each of 100,000 customers, each in a
-// zone; and a fresh *Plan per request whose contents are one of 7 plans'
-// (65,536 distinct values, in every zone: 4,186 pairs by contents), as a
-// lookup that decodes a database row per request returns, the decoding
-// itself left out of the figures.
-func scaleLoads(tb testing.TB) (names []string, loads map[string]scaleLoad) {
-	tb.Helper()
-	zones, err := testfixture.Zones()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	loads = map[string]scaleLoad{}
-	for _, n := range []int{4, 4186, 100_000, 1_000_000} {
-		ld := scaleLoad{plans: make([]*limiter.Plan, n), zones: make([]string, n)}
-		for k := range n {
-			if k%len(zones) == 0 {
-				ld.plans[k] = scalePlan(k / len(zones))
-			} else {
-				ld.plans[k] = ld.plans[k-1]
-			}
-			ld.zones[k] = zones[k%len(zones)]
-		}
-		name := "pairs=" + strconv.Itoa(n)
-		names, loads[name] = append(names, name), ld
-	}
-	const customers = 100_000
-	ld := scaleLoad{plans: make([]*limiter.Plan, customers), zones: make([]string, customers)}
-	for k := range customers {
-		ld.plans[k], ld.zones[k] = scalePlan(k), zones[k%len(zones)]
-	}
-	names, loads["customers=100000"] = append(names, "customers=100000"), ld
-	const fresh = 65_536
-	ld = scaleLoad{plans: make([]*limiter.Plan, fresh), zones: make([]string, fresh)}
-	for k := range fresh {
-		ld.plans[k], ld.zones[k] = scalePlan(k%7), zones[k%len(zones)]
-	}
-	names, loads["fresh"] = append(names, "fresh"), ld
-	return names, loads
-}
+// scalePolicy is the policy of the scale benchmarks (testfixture.ScalePolicy).
+func scalePolicy() *limiter.Policy { return testfixture.ScalePolicy() }
 
 // scaleWarm is the most a benchmark spends filling its caches before it
 // is timed: one pass over every pair, unless that takes longer.
@@ -91,9 +32,9 @@ func BenchmarkPlansAtScale(b *testing.B) {
 		// The month counted in one zone per request, as the plans' are:
 		// customer c in zone c mod 4, by a middleware per zone.
 		ld := scaleLoadsOnce(b)["pairs=4"]
-		l := scaleLimiter(b, defaultKept)
-		hs := make([]http.Handler, len(ld.zones))
-		for i, z := range ld.zones {
+		l := testfixture.ScaleLimiter(b, defaultKept)
+		hs := make([]http.Handler, len(ld.Zones))
+		for i, z := range ld.Zones {
 			lz, err := l.For(nil, z)
 			if err != nil {
 				b.Fatal(err)
@@ -102,47 +43,24 @@ func BenchmarkPlansAtScale(b *testing.B) {
 		}
 		serveScale(b, reqs, func(c int) http.Handler { return hs[c%len(hs)] }, func(int) {})
 	})
-	names, loads := scaleLoadsOnceNames(b)
-	for _, name := range names {
-		ld := loads[name]
+	for _, ld := range scaleLoadsInOrder(b) {
+		name := ld.Name
 		// Each row keeps its rotation resolved: with the defaults
 		// (65,536) where they hold it, else with bounds of twice its
 		// pairs, as a service sizes them (docs/performance.md). The
 		// 1,000,000 pairs once more with the defaults show what a
 		// rotation past the bound costs: a resolution per request.
-		bound := max(defaultKept, 2*len(ld.plans))
+		bound := max(defaultKept, 2*len(ld.Plans))
 		b.Run(name, func(b *testing.B) { benchScaleRow(b, ld, bound, reqs, bare) })
-		if len(ld.plans) >= 1_000_000 {
+		if len(ld.Plans) >= 1_000_000 {
 			b.Run(name+",bound=default", func(b *testing.B) { benchScaleRow(b, ld, defaultKept, reqs, bare) })
 		}
 	}
 }
 
-// scaleCustomers is how many customers the scale benchmarks serve, in
-// turn: customer c is of pair c mod the row's pairs (every pair has its
-// customers), so each row decides the same number of counters, and the
-// rows differ by their resolutions alone, not by how many counters stay
-// in the CPU's caches.
-const scaleCustomers = 1 << 20
-
-// scaleLimiter returns a limiter of the scale policy keeping bound
-// resolutions, on a memory store that holds every customer's counters.
-func scaleLimiter(b *testing.B, bound int) *limiter.Limiter {
-	st, err := limiter.NewMemoryStore(limiter.WithMaxKeys(4 * scaleCustomers))
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, err := limiter.New(scalePolicy(), limiter.WithClock(limitertest.New(time.Date(2026, 7, 15, 12, 0, 30, 0, time.UTC))),
-		limiter.WithResolutions(bound), limiter.WithStore(st))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		l.Close()
-		st.Close()
-	})
-	return l
-}
+// scaleCustomers is how many customers the scale benchmarks serve
+// (testfixture.ScaleCustomers).
+const scaleCustomers = testfixture.ScaleCustomers
 
 // serveScale serves every customer once (at most scaleWarm), so that
 // their counters and resolutions exist, then times requests of the
@@ -198,34 +116,35 @@ const defaultKept = 1 << 16
 // benchScaleRow measures requests through WithPlans whose lookup answers
 // customer c with ld's pair c mod its pairs, the plan cache and For's
 // resolutions bounded at bound.
-func benchScaleRow(b *testing.B, ld scaleLoad, bound int, reqs *scaleReqs, bare http.Handler) {
-	l := scaleLimiter(b, bound)
+func benchScaleRow(b *testing.B, ld testfixture.ScaleLoad, bound int, reqs *scaleReqs, bare http.Handler) {
+	l := testfixture.ScaleLimiter(b, bound)
 	c, err := middleware.NewPlanCache(bound)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var at int
-	lookup := func(*http.Request) (*limiter.Plan, string, error) { return ld.plans[at], ld.zones[at], nil }
+	lookup := func(*http.Request) (*limiter.Plan, string, error) { return ld.Plans[at], ld.Zones[at], nil }
 	h := middleware.MustNew(l, middleware.WithPlans(lookup), middleware.WithPlanCache(c))(bare)
-	serveScale(b, reqs, func(int) http.Handler { return h }, func(c int) { at = c % len(ld.plans) })
+	serveScale(b, reqs, func(int) http.Handler { return h }, func(c int) { at = c % len(ld.Plans) })
 }
 
 // The workloads are built once per process: the 1,000,000 pairs take a
 // second.
-var scaleCache struct {
-	names []string
-	loads map[string]scaleLoad
-}
+var scaleCache []testfixture.ScaleLoad
 
-func scaleLoadsOnceNames(tb testing.TB) ([]string, map[string]scaleLoad) {
-	if scaleCache.loads == nil {
-		scaleCache.names, scaleCache.loads = scaleLoads(tb)
+func scaleLoadsInOrder(tb testing.TB) []testfixture.ScaleLoad {
+	if scaleCache == nil {
+		scaleCache = testfixture.ScaleLoads(tb)
 	}
-	return scaleCache.names, scaleCache.loads
+	return scaleCache
 }
 
-func scaleLoadsOnce(tb testing.TB) map[string]scaleLoad {
-	_, loads := scaleLoadsOnceNames(tb)
+// scaleLoadsOnce returns the workloads by name.
+func scaleLoadsOnce(tb testing.TB) map[string]testfixture.ScaleLoad {
+	loads := map[string]testfixture.ScaleLoad{}
+	for _, ld := range scaleLoadsInOrder(tb) {
+		loads[ld.Name] = ld
+	}
 	return loads
 }
 
@@ -240,7 +159,7 @@ func scaleLoadsOnce(tb testing.TB) map[string]scaleLoad {
 // is one fill.
 func BenchmarkPlanCacheHeap(b *testing.B) {
 	ld := scaleLoadsOnce(b)["customers=100000"]
-	n := len(ld.plans)
+	n := len(ld.Plans)
 	for b.Loop() {
 		l, err := limiter.New(scalePolicy(), limiter.WithClock(limitertest.New(time.Date(2026, 7, 15, 12, 0, 30, 0, time.UTC))), limiter.WithResolutions(1<<17))
 		if err != nil {
@@ -251,7 +170,7 @@ func BenchmarkPlanCacheHeap(b *testing.B) {
 			b.Fatal(err)
 		}
 		var at int
-		lookup := func(*http.Request) (*limiter.Plan, string, error) { return ld.plans[at], ld.zones[at], nil }
+		lookup := func(*http.Request) (*limiter.Plan, string, error) { return ld.Plans[at], ld.Zones[at], nil }
 		h := middleware.MustNew(l, middleware.WithPlans(lookup), middleware.WithPlanCache(c))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		reqs := clientRequests(1)
 		w := &benchWriter{h: make(http.Header, 8)}
