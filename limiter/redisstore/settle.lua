@@ -142,14 +142,14 @@ local function windowID(v)
   return tonumber(v)
 end
 
--- crosses is take.lua's: adding d takes a count across a power of two,
--- when take.lua looks for a key with no expiry, so that a bare key is
--- repaired at a PTTL per window every log2(count) charges.
--- crosses reports whether adding d to the count c (both whole, at least
--- zero) takes it across a power of two: to 2^e, the least power above c
--- (math.frexp: 1 for c = 0), or past 2^31. Plain arithmetic, not the bit
--- library, which miniredis lacks; TestCrossesMatchesBitXor checks it
--- against the bit.bxor form it replaced.
+-- crosses is take.lua's: it reports whether adding d to the count c
+-- (both whole, at least zero) takes it across a power of two, to 2^e,
+-- the least power above c (math.frexp: 1 for c = 0), or past 2^31: when
+-- take.lua looks for a key with no expiry, so that a bare key is
+-- repaired at a PTTL per window every log2(count) charges. Plain
+-- arithmetic, not the bit library, which miniredis lacks;
+-- TestCrossesMatchesBitXor checks it against the bit.bxor form it
+-- replaced.
 local function crosses(c, d)
   local _, e = math.frexp(c)
   return c + d >= 2147483648 or c + d >= 2 ^ e

@@ -214,8 +214,6 @@ local function parse(v)
   return c
 end
 
--- seen memoises parse per value for the call: counts repeat across keys,
--- and a table lookup costs less than the pattern.
 -- crosses reports whether adding d to the count c (both whole, at least
 -- zero) takes it across a power of two: to 2^e, the least power above c
 -- (math.frexp: 1 for c = 0), or past 2^31. Plain arithmetic, not the bit
@@ -226,6 +224,8 @@ local function crosses(c, d)
   return c + d >= 2147483648 or c + d >= 2 ^ e
 end
 
+-- seen memoises parse per value for the call: counts repeat across keys,
+-- and a table lookup costs less than the pattern.
 local seen = {}
 local function count(v)
   local c = seen[v]
