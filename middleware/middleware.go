@@ -245,14 +245,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	var l verdict.Life
-	if !h.identify(w, r, &l, &own) {
+	var (
+		l      verdict.Life
+		failed unidentified
+	)
+	// The limits are asked once: a request that cannot be identified
+	// is answered as unserved, as one they do not admit (Admit marks
+	// those), so that the metered limits around settle at nothing.
+	if !h.identify(r, &l, &own, &failed) {
+		l.Unserved()
+		h.keyFailed(w, r, &failed)
 		return
 	}
 	l.Admit(&c.limits)
-	if l.Answer != verdict.Admit {
-		verdict.Unserved(r.Context()) // the metered limits around settle at nothing
-	}
 	switch l.Answer {
 	case verdict.Gone:
 		clientGone(w)
@@ -308,7 +313,7 @@ func (o *ownKey) get(f keyfunc.Func, r *http.Request) (string, error) {
 // (the middleware's own once, in own), its cost and, with WithPlans, the
 // limits of its plan; false when it has answered the request: a key that
 // could not be resolved, a plan that cannot apply.
-func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Life, own *ownKey) bool {
+func (h *handler) identify(r *http.Request, l *verdict.Life, own *ownKey, failed *unidentified) bool {
 	c := h.cfg
 	l.Ctx = r.Context()
 	for i := range c.rules {
@@ -322,7 +327,7 @@ func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Li
 			err = errEmptyKey
 		}
 		if err != nil {
-			h.keyFailed(w, r, c.rules[i].lim.Policy(), err)
+			*failed = unidentified{policy: c.rules[i].lim.Policy(), err: err}
 			return false
 		}
 		l.Keys[i] = k
@@ -339,7 +344,7 @@ func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Li
 			err = errEmptyKey
 		}
 		if err != nil {
-			h.keyFailed(w, r, c.caps[i].f.Policy(), err)
+			*failed = unidentified{policy: c.caps[i].f.Policy(), err: err}
 			return false
 		}
 		l.CapKeys[i] = k
@@ -354,7 +359,7 @@ func (h *handler) identify(w http.ResponseWriter, r *http.Request, l *verdict.Li
 		}
 		return 0, false
 	})
-	if c.plans != nil && !h.plan(w, r, l) {
+	if c.plans != nil && !h.plan(r, l, failed) {
 		return false
 	}
 	if c.observe != nil {
@@ -576,26 +581,35 @@ func (h *handler) settle(rec *statusRecorder, m *meter, l *verdict.Life, counted
 	l.Release()
 }
 
+// An unidentified request is one the door answers without asking its
+// limits: its key, or its plan, could not be found (identify says why).
+type unidentified struct {
+	policy *limiter.Policy
+	err    error
+	key    string // the request's key, for a plan that cannot apply
+	plan   bool   // a plan that cannot apply: the server's mistake
+}
+
 // keyFailed answers a request whose key for the limiter or cap of
-// policy p could not be found: 400 for a client that cannot be
+// policy u.policy could not be found: 400 for a client that cannot be
 // identified (an error wrapping keyfunc.ErrNoKey), the error handler's
 // 500 for a key function the server installed where it cannot work, and
 // for any other error, which is the key function's own failure (its
-// database is down, say) and not the client's.
-func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, p *limiter.Policy, err error) {
+// database is down, say) and not the client's; and a request whose plan
+// cannot apply (u.plan): the error handler's 500, Misconfigured.
+func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, u *unidentified) {
 	c := h.cfg
 	outcome, answer := KeyError, c.onKeyError
 	switch {
-	case errors.Is(err, keyfunc.ErrMisconfigured):
+	case u.plan || errors.Is(u.err, keyfunc.ErrMisconfigured):
 		outcome, answer = Misconfigured, c.onError
-	case !errors.Is(err, keyfunc.ErrNoKey):
+	case !errors.Is(u.err, keyfunc.ErrNoKey):
 		outcome, answer = KeyFailed, c.onError
 	}
 	if c.observe != nil {
-		c.observe(Event{Request: r, Policy: p, Outcome: outcome, Err: err})
+		c.observe(Event{Request: r, Key: u.key, Policy: u.policy, Outcome: outcome, Err: u.err})
 	}
-	verdict.Unserved(r.Context())
-	answer(w, r, err)
+	answer(w, r, u.err)
 }
 
 // plan sets the request's rates and caps to its plan's (WithPlans);
@@ -606,13 +620,13 @@ func (h *handler) keyFailed(w http.ResponseWriter, r *http.Request, p *limiter.P
 // limits that do not fit, an unknown zone) is the server's mistake,
 // reported as Misconfigured with an error wrapping ErrMisconfigured and
 // answered by the error handler (500).
-func (h *handler) plan(w http.ResponseWriter, r *http.Request, l *verdict.Life) bool {
+func (h *handler) plan(r *http.Request, l *verdict.Life, failed *unidentified) bool {
 	c := h.cfg
 	plan, zone, err := c.lookup(r)
 	if errors.Is(err, keyfunc.ErrNoKey) || errors.Is(err, keyfunc.ErrMisconfigured) {
 		// No customer to look up (400), or a lookup that cannot work
 		// where it is installed (500): as a key function's.
-		h.keyFailed(w, r, c.plans.Policy(), err)
+		*failed = unidentified{policy: c.plans.Policy(), err: err}
 		return false
 	}
 	if err == nil {
@@ -622,12 +636,8 @@ func (h *handler) plan(w http.ResponseWriter, r *http.Request, l *verdict.Life) 
 			return true
 		}
 		if !errors.Is(err, limiter.ErrClosed) {
-			err = fmt.Errorf("%w: WithPlans: %w", ErrMisconfigured, err)
-			if c.observe != nil {
-				c.observe(Event{Request: r, Key: l.Keys[0], Policy: c.plans.Policy(), Outcome: Misconfigured, Err: err})
-			}
-			verdict.Unserved(r.Context())
-			c.onError(w, r, err)
+			*failed = unidentified{policy: c.plans.Policy(), key: l.Keys[0], plan: true,
+				err: fmt.Errorf("%w: WithPlans: %w", ErrMisconfigured, err)}
 			return false
 		}
 	}

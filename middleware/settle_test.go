@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fixedwindow/ratelimit/headers"
+	"github.com/fixedwindow/ratelimit/keyfunc"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
@@ -340,4 +342,48 @@ func (r refundOnlyStore) Reset(ctx context.Context, key string, p *limiter.Polic
 
 func (r refundOnlyStore) Refund(ctx context.Context, req limiter.Request, d limiter.Decision) error {
 	return r.s.Refund(ctx, req, d)
+}
+
+// An outer middleware's metered limit settles at nothing for a request
+// an inner middleware answered itself: one whose key it could not find
+// (400), one it refused (429); and at its reservation for one served.
+func TestOuterSettlesAtNothingWhenInnerAnswers(t *testing.T) {
+	clk := newFakeClock(t0)
+	requests := newLimiter(t, clk, "api", limiter.PerMinute(60))
+	tokens := tokensLimiter(t, clk, "tokens", limiter.PerMinute(1000))
+	reserve := func(*http.Request) int64 { return 100 }
+	outer := newMiddleware(t, requests, middleware.WithReported(tokens, nil, reserve))
+	user, err := keyfunc.Header("X-User")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := newMiddleware(t, newLimiter(t, clk, "per-user", limiter.PerMinute(1)), middleware.WithKey(user))
+	h := outer(inner(reporting))
+
+	if w := getFrom(h, "/chat"); w.Code != http.StatusBadRequest {
+		t.Fatalf("no X-User: %d, want 400", w.Code)
+	}
+	if got := usedOf(t, tokens, "192.0.2.1"); got[0] != 0 {
+		t.Fatalf("a request the inner middleware could not identify: tokens used %v, want 0", got)
+	}
+	get := func() *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "/chat", nil)
+		r.RemoteAddr = "192.0.2.1:1234"
+		r.Header.Set("X-User", "ada")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	if w := get(); w.Code != http.StatusOK {
+		t.Fatalf("ada's first: %d, want 200", w.Code)
+	}
+	if got := usedOf(t, tokens, "192.0.2.1"); got[0] != 100 {
+		t.Fatalf("a request served, nothing reported: tokens used %v, want its reservation, 100", got)
+	}
+	if w := get(); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("ada's second: %d, want 429", w.Code)
+	}
+	if got := usedOf(t, tokens, "192.0.2.1"); got[0] != 100 {
+		t.Fatalf("a request the inner middleware refused: tokens used %v, want 100 as before", got)
+	}
 }

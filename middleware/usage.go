@@ -140,9 +140,14 @@ func (u *UsageHandler) report(w http.ResponseWriter, r *http.Request) (rep Usage
 	c.onKeyError = func(w http.ResponseWriter, r *http.Request, e error) { err = e; onKeyError(w, r, e) }
 	c.onError = func(w http.ResponseWriter, r *http.Request, e error) { err = e; onError(w, r, e) }
 	h := &handler{cfg: &c}
-	var l verdict.Life
-	var own ownKey
-	if !h.identify(w, r, &l, &own) {
+	var (
+		l      verdict.Life
+		own    ownKey
+		failed unidentified
+	)
+	if !h.identify(r, &l, &own, &failed) {
+		l.Unserved()
+		h.keyFailed(w, r, &failed)
 		return rep, true, err
 	}
 	rep.Resources = make(map[string]limiter.Usage, len(l.Rules)+len(l.Caps))

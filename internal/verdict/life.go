@@ -263,15 +263,21 @@ func (l *Life) apply(p *limiter.Policy) {
 // stacked doors would have charged it; a cap's refusal returns every
 // rate's charge (lim.Refunds must then be set) and every slot taken, so
 // that it charges nothing. A request whose context is done when a limit
-// fails is Gone, with or without FailOpen: its caller left.
+// fails is Gone, with or without FailOpen: its caller left. A request
+// not admitted is Unserved: no handler serves it.
 func (l *Life) Admit(lim *Limits) {
-	if !l.admitRates(lim) {
-		return
-	}
-	if len(l.Caps) > 0 && !l.Stopped {
+	if l.admitRates(lim) && len(l.Caps) > 0 && !l.Stopped {
 		l.admitCaps(lim)
 	}
+	if l.Answer != Admit {
+		l.Unserved()
+	}
 }
+
+// Unserved marks the request's tallies (Unserved) for a door that
+// answers it itself without asking its limits (a key it cannot find);
+// Admit marks those it does not admit.
+func (l *Life) Unserved() { Unserved(l.Ctx) }
 
 // admitRates asks the rules; false when the request is answered.
 func (l *Life) admitRates(lim *Limits) bool {

@@ -253,9 +253,8 @@ func (ic *Interceptor) unary(ctx context.Context, req any, info *grpc.UnaryServe
 		verdict.Unserved(ctx) // the metered limits around settle at nothing
 		return nil, err
 	}
-	l.Admit(&ic.limits)
+	l.Admit(&ic.limits) // a call it does not admit is Unserved
 	if err := ic.answer(ctx, info.FullMethod, nil, &l); err != nil {
-		verdict.Unserved(ctx)
 		return nil, err
 	}
 	hctx := ctx
@@ -292,9 +291,8 @@ func (ic *Interceptor) stream(srv any, ss grpc.ServerStream, info *grpc.StreamSe
 		verdict.Unserved(ctx) // the metered limits around settle at nothing
 		return err
 	}
-	l.Admit(&ic.limits)
+	l.Admit(&ic.limits) // a call it does not admit is Unserved
 	if err := ic.answer(ctx, info.FullMethod, ss, &l); err != nil {
-		verdict.Unserved(ctx)
 		return err
 	}
 	if l.Charged.Owed && ic.limits.Settles {
