@@ -61,11 +61,11 @@ type policyValue struct {
 
 // policyCache maps *limiter.Policy to its *policyInfo. A Policy is
 // immutable, so its pointer identifies it. A door's policies are fixed at
-// startup, and one per plan and zone under WithPlans: it keeps as many as
-// a service keeps resolutions (internal/cache.MemoBound), past which each
-// new one evicts one not used lately, so that the policies of plans no
-// longer used do not stay and those in use are never computed per
-// request.
+// startup, and one per plan and zone under WithPlans: it keeps up to
+// internal/cache.MemoBound (1,048,576) of them per Writer, past which
+// each new one evicts one not used lately, so that the policies of plans
+// no longer used do not stay and those in use, while fewer than that,
+// are not computed per request.
 //
 // The entry last found is kept aside: a door of one policy (the usual
 // case) finds it by a pointer comparison, which costs less than the map.

@@ -29,9 +29,11 @@ import (
 //
 // A plan is its contents, not its address: limiters derived from it are
 // kept by its limits (and zone), so a fresh *Plan per request that
-// equals an earlier one finds what that one derived, and a plan whose
-// limits change takes effect at its next request. The zero Plan names no
-// limit.
+// equals an earlier one finds what that one derived, and a plan of other
+// limits takes effect at the request it is given for. A Plan is read
+// while requests run: change a customer's limits by handing out a new
+// *Plan, never by writing one in use (its maps would be read and written
+// at once). The zero Plan names no limit.
 type Plan struct {
 	// Name names the plan in errors, and for the doors' lookups.
 	Name string

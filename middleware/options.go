@@ -300,7 +300,8 @@ func WithCost(f func(r *http.Request) int64) Option {
 // looked up without a lock, keyed by the plan's contents (its limits and
 // maxima for this middleware's policies) and the zone, never its
 // address: a fresh *Plan per request equal to an earlier one finds its
-// resolution, and a plan changed takes effect at its next request. At
+// resolution, and a new *Plan of other limits takes effect at its
+// request (a Plan in use must not be written: see limiter.Plan). At
 // most 65,536 are kept, unless WithPlanCache says otherwise: past that
 // each new one evicts one not used lately (see PlanCache).
 func WithPlans(lookup func(r *http.Request) (plan *limiter.Plan, zone string, err error)) Option {

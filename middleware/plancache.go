@@ -10,8 +10,9 @@ import (
 // a lookup answers, the limiters its rates and caps apply, derived once
 // (limiter.Limiter.For) and looked up without a lock. A resolution is
 // kept by the plan's contents, never its address: a fresh *Plan per
-// request that equals an earlier one finds its resolution, and a plan
-// whose limits change takes effect at once. Past its bound each new
+// request that equals an earlier one finds its resolution, and a new
+// *Plan of other limits takes effect at once (a Plan in use must not be
+// written: see limiter.Plan). Past its bound each new
 // resolution evicts one not used lately, so that a request costs the
 // same whatever the number of plans and zones in use; an evicted
 // resolution costs its next request a resolution, never a count, which
@@ -40,8 +41,10 @@ func NewPlanCache(n int) (*PlanCache, error) {
 type PlanCacheStats struct {
 	// Kept is how many resolutions it keeps now; Bound the most it keeps.
 	Kept, Bound int64
-	// Hits and Misses count the requests whose plan and zone were
-	// found resolved and those that were resolved then.
+	// Hits and Misses count the lookups of a plan and zone that found
+	// its resolution kept and those that did not (which then resolve
+	// it, and keep it unless it cannot apply). A plan that cannot be
+	// kept (nil, or limits that cannot apply) counts as neither.
 	Hits, Misses int64
 }
 

@@ -69,7 +69,7 @@ type Plans struct {
 
 // A planKey names a resolution by what it is made of, not by the
 // plan's address, so that a plan equal to another finds its resolution
-// and a plan changed in place finds its own: the door, the limits the
+// and a plan of other limits finds its own: the door, the limits the
 // plan gives each rule (zeros where it gives none: the policy's own),
 // the maximum it gives each cap (0: the cap's own), and the zone.
 type planKey struct {

@@ -66,10 +66,11 @@ func (pk *policyKeys) window(i int, ms int64) (id, start, end int64) {
 
 // policyMemo memoises a value per policy. Policies are usually few and
 // long-lived, with one per plan and zone (limiter.Limiter.For); it keeps
-// as many as a service keeps resolutions (internal/cache.MemoBound), past
-// which each new one evicts one not used lately, so that a lookup that
-// builds plans per request does not grow it without end, and the policies
-// in use are never computed per request. The entry last found is kept
+// up to internal/cache.MemoBound (1,048,576) policies for the store,
+// whatever the limiters' resolution bounds, past which each new one
+// evicts one not used lately: a lookup that builds plans per request does
+// not grow it without end, and the policies in use, while fewer than
+// that, are not computed per request. The entry last found is kept
 // aside: a store under one policy (the usual case) looks it up several
 // times per decision, and a pointer comparison costs less than the map.
 type policyMemo[V any] struct {

@@ -94,7 +94,7 @@ type leaseEntry struct {
 	start, end int64
 	known      bool
 	ids        [limiter.MaxWindows]int64 // the windows' ids
-	offset     int64                     // serverClock: Redis's ms ≥ t + offset, the decisions' dating
+	offset     int64                     // serverClock: the decisions' dating, t + offset (see record)
 	first      int64                     // serverClock: the span's start, Redis's ms
 	held       int64                     // units leased and not yet spent, in the span
 	// The grants' instants, as decisions are dated (the limiter's clock,
@@ -350,7 +350,11 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 		// (spend), never after Redis's clock: a decision made before a
 		// Reset by another replica is dated before it, and its refund
 		// returns nothing into the fresh count (refund.lua judges by
-		// the Reset's mark).
+		// the Reset's mark). (ms is the decision's instant: TIME, or
+		// the start of a window ahead of TIME that take.lua decided in
+		// after a step back of Redis's clock; the dating then runs
+		// ahead of TIME as that decision did, and spend keeps it no
+		// earlier than first, in the windows.)
 		offset = ms - l.now(req)
 		start, end = math.MinInt64, end-(ms-tk.t)
 	}

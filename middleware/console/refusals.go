@@ -57,8 +57,8 @@ const shareTimeout = 5 * time.Second
 // counts their Denied events, a map look-up and a few sums under a
 // mutex, and never writes to a store per refusal.
 //
-// It keeps the keys refused most in the last hour, at most
-// RefusalsConfig.Keys of them, in a Space-Saving sketch: a key refused
+// It keeps the keys refused most (a key none of whose runs is of the
+// last hour leaves it), at most RefusalsConfig.Keys of them, in a Space-Saving sketch: a key refused
 // more than one in Keys of the refusals is always in it; a key refused
 // once in a flood of others may be pushed out, and is then shown as
 // never refused. For each key it keeps its runs of refused windows, the

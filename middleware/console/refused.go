@@ -96,7 +96,8 @@ func (r *Refusals) about(ctx context.Context, key string, now time.Time) *refuse
 }
 
 // limitedNow returns the keys refused in the minute before now, every
-// replica's, the most refused in the hour first.
+// replica's, the most refused first (counts since each key entered the
+// sketch).
 func (r *Refusals) limitedNow(ctx context.Context, now time.Time) *limitedView {
 	ms := now.UnixMilli()
 	r.mu.Lock()
