@@ -343,11 +343,14 @@ func TestMemoryStoreFullShardOfManyTablesFreesPastFirst(t *testing.T) {
 	if n := st.Stats().Evictions; n != 1 {
 		t.Fatalf("a full shard of current counters evicted %d for a new key, want 1", n)
 	}
-	later := noon.Add(2 * time.Second) // the second's counters are past; no minute window has ended
-	for i := range tables {
+	// The second's counters are past (39 or 40 of them: the one evicted
+	// may have been one); no minute window has ended. 39 new counters
+	// fit in their room whichever it was.
+	later := noon.Add(2 * time.Second)
+	for i := range tables - 1 {
 		take(t, st, policies[i], "late"+strconv.Itoa(i), later)
 	}
 	if n := st.Stats().Evictions - 1; n != 0 {
-		t.Fatalf("evicted %d current counters while %d past ones could be freed", n, tables-1)
+		t.Fatalf("evicted %d current counters while at least %d past ones could be freed", n, tables-1)
 	}
 }
