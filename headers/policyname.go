@@ -67,7 +67,7 @@ type policyValue struct {
 // no longer used do not stay and those in use, while fewer than that,
 // are not computed per request.
 //
-// The entry last found is kept aside: a door of one policy (the usual
+// The entry last computed is kept aside: a door of one policy (the usual
 // case) finds it by a pointer comparison, which costs less than the map.
 type policyCache struct {
 	m    cache.Memo[*limiter.Policy, *policyInfo]
@@ -78,9 +78,14 @@ func (c *policyCache) get(p *limiter.Policy) *policyInfo {
 	if info := c.last.Load(); info != nil && info.p == p {
 		return info
 	}
-	info := c.m.Get(p, newPolicyInfo)
-	c.last.Store(info)
-	return info
+	// Kept aside when first computed only: a door describing several
+	// policies per request, on every core, then writes nothing shared
+	// per request.
+	return c.m.Get(p, func(p *limiter.Policy) *policyInfo {
+		info := newPolicyInfo(p)
+		c.last.Store(info)
+		return info
+	})
 }
 
 func newPolicyInfo(p *limiter.Policy) *policyInfo {
