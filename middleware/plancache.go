@@ -20,11 +20,16 @@ import (
 //
 // Every middleware with WithPlans keeps a PlanCache of its own, of
 // 65,536 resolutions, unless WithPlanCache gives it one: to bound
-// several middlewares' resolutions together, or to watch them (Stats,
-// which middleware/metrics and middleware/otelmetrics export). The zero
+// several middlewares' resolutions together (and a gRPC interceptor's:
+// grpclimit.WithPlanCache), or to watch them (Stats, which
+// middleware/metrics and middleware/otelmetrics export). The zero
 // PlanCache is not usable: call NewPlanCache.
 type PlanCache struct {
 	kept *verdict.Kept
+}
+
+func init() {
+	verdict.PlanCacheKept = func(c any) *verdict.Kept { return c.(*PlanCache).kept }
 }
 
 // NewPlanCache returns a PlanCache of at most n resolutions, n at least

@@ -44,6 +44,12 @@ func NewKept(n int) *Kept {
 	})}
 }
 
+// PlanCacheKept returns the Kept of a *middleware.PlanCache. Package
+// middleware, which this package cannot import, sets it, so that the
+// gRPC door (grpclimit.WithPlanCache) shares a PlanCache's resolutions
+// without the type showing what it holds.
+var PlanCacheKept func(planCache any) *Kept
+
 // Stats returns how many resolutions k keeps, and how many lookups
 // found theirs and did not.
 func (k *Kept) Stats() cache.Stats { return k.m.Stats() }

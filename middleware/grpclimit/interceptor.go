@@ -75,12 +75,13 @@ type limits struct {
 	plans *verdict.Plans
 }
 
-// plan makes ls's plans, when the interceptor has them (on).
-func (ls *limits) plan(on bool) error {
+// plan makes ls's plans, when the interceptor has them (on), keeping
+// their resolutions in kept (nil: a Kept of their own).
+func (ls *limits) plan(on bool, kept *verdict.Kept) error {
 	if !on {
 		return nil
 	}
-	p, err := verdict.NewPlans("WithPlans", ls.rules, ls.caps, nil)
+	p, err := verdict.NewPlans("WithPlans", ls.rules, ls.caps, kept)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidOption, err)
 	}
@@ -188,7 +189,11 @@ func build(l middleware.Limiter, opts []Option) (*Interceptor, error) {
 	for _, cr := range c.caps {
 		ic.own.caps = append(ic.own.caps, cr.f)
 	}
-	if err := ic.own.plan(ic.lookup != nil); err != nil {
+	var kept *verdict.Kept
+	if c.kept != nil {
+		kept = verdict.PlanCacheKept(c.kept)
+	}
+	if err := ic.own.plan(ic.lookup != nil, kept); err != nil {
 		return nil, err
 	}
 	if len(c.methods) > 0 {
@@ -196,7 +201,7 @@ func build(l middleware.Limiter, opts []Option) (*Interceptor, error) {
 		for m, l := range c.methods {
 			ml := &limits{rules: slices.Clone(ic.own.rules), caps: ic.own.caps}
 			ml.rules[0] = verdict.NewRule(l) // New's place: a fixed rule
-			if err := ml.plan(ic.lookup != nil); err != nil {
+			if err := ml.plan(ic.lookup != nil, kept); err != nil {
 				return nil, fmt.Errorf("%w (%s)", err, m)
 			}
 			ic.methods[m] = ml

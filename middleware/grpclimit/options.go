@@ -32,6 +32,7 @@ type config struct {
 	lookup   func(ctx context.Context, fullMethod string) (*limiter.Plan, string, error) // WithPlans
 	declared []*limiter.Plan                                                             // WithDeclaredPlans
 	declOn   bool
+	kept     *middleware.PlanCache // WithPlanCache
 	onError  func(ctx context.Context, fullMethod string, err error) error
 	onKey    func(ctx context.Context, fullMethod string, err error) error // WithKeyErrorHandler
 	failOpen bool
@@ -58,6 +59,7 @@ const (
 	givenPlans
 	givenErrorHandler
 	givenKeyErrorHandler
+	givenPlanCache
 )
 
 // The bounds of WithMaxPushback. The default is the longest wait of a
@@ -85,11 +87,15 @@ func (c *config) check() error {
 		{givenPlans, c.lookup == nil, "WithPlans", "lookup"},
 		{givenErrorHandler, c.onError == nil, "WithErrorHandler", "handler"},
 		{givenKeyErrorHandler, c.onKey == nil, "WithKeyErrorHandler", "handler"},
+		{givenPlanCache, c.kept == nil, "WithPlanCache", "cache"},
 	}
 	for _, n := range nils {
 		if c.given&n.g != 0 && n.isNil {
 			return fmt.Errorf("%w: %s(nil): %s is nil", ErrInvalidOption, n.option, n.what)
 		}
+	}
+	if c.given&givenPlanCache != 0 && c.lookup == nil {
+		return fmt.Errorf("%w: WithPlanCache needs WithPlans: without plans nothing is resolved", ErrInvalidOption)
 	}
 	for i, r := range c.extra {
 		switch {
@@ -242,10 +248,22 @@ func WithMethods(m map[string]middleware.Limiter) Option {
 // not have) is the server's mistake: INTERNAL (or the error handler's
 // answer), reported as Misconfigured with an error wrapping
 // middleware.ErrMisconfigured. Resolutions are kept per plan and zone
-// as middleware.WithPlans keeps them, keyed by the Plan's address: a
-// Plan must not change once used.
+// as middleware.WithPlans keeps them (middleware.PlanCache): by the
+// plan's limits, not its address, so a Plan must not change once used;
+// a plan of other limits is a new Plan, and takes effect at once.
 func WithPlans(lookup func(ctx context.Context, fullMethod string) (plan *limiter.Plan, zone string, err error)) Option {
 	return func(c *config) { c.lookup, c.given = lookup, c.given|givenPlans }
+}
+
+// WithPlanCache keeps WithPlans' resolutions, the interceptor's and
+// every method's (WithMethods), in c, which it may share with HTTP
+// middlewares (middleware.WithPlanCache): to bound them together, or to
+// watch them (c.Stats, which middleware/metrics and
+// middleware/otelmetrics export). Without it the interceptor's
+// resolutions and each method's are kept apart, 65,536 each. It needs
+// WithPlans.
+func WithPlanCache(c *middleware.PlanCache) Option {
+	return func(cfg *config) { cfg.kept, cfg.given = c, cfg.given|givenPlanCache }
 }
 
 // WithDeclaredPlans declares the plans WithPlans' lookup may answer, so

@@ -2,9 +2,11 @@ package grpclimit_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,5 +84,67 @@ func TestPlansOnBothDoors(t *testing.T) {
 	}
 	if w := httpCall(); w.Code != http.StatusOK || w.Header().Get("X-RateLimit-Remaining") != "5" {
 		t.Fatalf("HTTP on pro: %d %v, want 200 with 5 of 10 left", w.Code, w.Header())
+	}
+}
+
+// TestPlanCacheSharedByBothDoors: one PlanCache bounds and counts the
+// resolutions of a middleware, an interceptor and its methods
+// (WithMethods): each door resolves a plan once, then finds it.
+func TestPlanCacheSharedByBothDoors(t *testing.T) {
+	api, _ := newLimiter(t, limiter.MustPolicy("api", limiter.PerMonthIn(1000, time.UTC)), time.Date(2026, 7, 15, 12, 0, 0, 0, time.UTC))
+	other, _ := newLimiter(t, limiter.MustPolicy("other", limiter.PerMinute(1000)), time.Date(2026, 7, 15, 12, 0, 0, 0, time.UTC))
+	pro := &limiter.Plan{Name: "pro", Limits: map[string][]int64{"api": {10}, "other": {5}}}
+	cache, err := middleware.NewPlanCache(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(context.Context, string) (*limiter.Plan, string, error) { return pro, "Europe/Paris", nil }
+	mw, err := middleware.New(api, middleware.WithPlans(func(*http.Request) (*limiter.Plan, string, error) { return pro, "Europe/Paris", nil }),
+		middleware.WithPlanCache(cache))
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	ic := newInterceptor(t, api, grpclimit.WithPlans(lookup), grpclimit.WithPlanCache(cache),
+		grpclimit.WithMethods(map[string]middleware.Limiter{"/grpc.health.v1.Health/Watch": other}))
+	client := serve(t, interceptors(ic)...)
+	for i := range 3 {
+		w := httptest.NewRecorder()
+		web.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		if w.Code != http.StatusOK || w.Header().Get("X-RateLimit-Limit") != "10" {
+			t.Fatalf("HTTP request %d: %d %v, want 200 under pro's 10", i+1, w.Code, w.Header())
+		}
+		if a := check(t, client); a.code != codes.OK || one(t, a.header, "x-ratelimit-limit") != "10" {
+			t.Fatalf("gRPC call %d: %v %v, want OK under pro's 10", i+1, a.st, a.header)
+		}
+	}
+	// Two doors, one resolution each (the methods' door unused), the
+	// first request of each a miss and the next two hits.
+	if st := cache.Stats(); st.Kept != 2 || st.Misses != 2 || st.Hits != 4 || st.Bound != 64 {
+		t.Fatalf("Stats() = %+v, want 2 kept of 64, 2 misses, 4 hits", st)
+	}
+}
+
+// TestPlanCacheOptionChecked: WithPlanCache(nil), and WithPlanCache
+// without WithPlans, are configuration errors.
+func TestPlanCacheOptionChecked(t *testing.T) {
+	l, _ := newLimiter(t, limiter.MustPolicy("api", limiter.PerMinute(10)), time.Date(2026, 7, 15, 12, 0, 0, 0, time.UTC))
+	cache, err := middleware.NewPlanCache(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := grpclimit.WithPlans(func(context.Context, string) (*limiter.Plan, string, error) { return nil, "", nil })
+	for _, tc := range []struct {
+		name string
+		opts []grpclimit.Option
+		want string
+	}{
+		{"nil", []grpclimit.Option{lookup, grpclimit.WithPlanCache(nil)}, "WithPlanCache(nil)"},
+		{"no plans", []grpclimit.Option{grpclimit.WithPlanCache(cache)}, "WithPlanCache needs WithPlans"},
+	} {
+		_, err := grpclimit.New(l, tc.opts...)
+		if !errors.Is(err, grpclimit.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: New: %v, want ErrInvalidOption naming %q", tc.name, err, tc.want)
+		}
 	}
 }
