@@ -50,6 +50,7 @@ import (
 // no policy and no store and is not usable.
 type Limiter struct {
 	policy *Policy
+	zone   string // the zone For derived it in ("" for New's)
 	*shared
 }
 
@@ -66,6 +67,7 @@ type shared struct {
 	closed   atomic.Bool
 	root     *Limiter
 	variants *cache.Map[variant, *Limiter] // For's limiters
+	recent   atomic.Pointer[cache.Recent[Plan, Limiter]]
 }
 
 // An Option configures New. An option only records its argument; New

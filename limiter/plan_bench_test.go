@@ -84,6 +84,7 @@ func serveCustomers(b *testing.B, keys []string, lim func(c int) (*limiter.Limit
 		}
 	}
 	b.ReportAllocs()
+	cpu0, cpuOK := testfixture.CPUTime()
 	i := 0
 	for b.Loop() {
 		c := i % len(keys)
@@ -95,5 +96,8 @@ func serveCustomers(b *testing.B, keys []string, lim func(c int) (*limiter.Limit
 			b.Fatal(err)
 		}
 		i++
+	}
+	if cpu1, ok := testfixture.CPUTime(); ok && cpuOK {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 }

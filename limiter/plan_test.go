@@ -363,3 +363,38 @@ func TestInFlightFor(t *testing.T) {
 		t.Fatalf("after closing a cap For returned: %v, want ErrClosed: they share a life", err)
 	}
 }
+
+// TestForByAddressKeepsZonesAndPlansApart: plans found by their address
+// (For's Recent, written one call in eight) still get their own limits
+// in each zone: two plans of other limits, and one plan in every zone of
+// zoneMidnights, asked in turn many times, each answered the limiter of
+// its limits and zone, the same one every time.
+func TestForByAddressKeepsZonesAndPlansApart(t *testing.T) {
+	t.Parallel()
+	l := limiter.MustNew(limiter.MustPolicy("plan", limiter.PerMonthIn(3, time.UTC), limiter.PerMinute(100)),
+		limiter.WithClock(limitertest.New(time.Date(2026, 12, 31, 8, 0, 0, 0, time.UTC))))
+	defer l.Close()
+	plans := []*limiter.Plan{
+		{Name: "free", Limits: map[string][]int64{"plan": {5, 10}}},
+		{Name: "pro", Limits: map[string][]int64{"plan": {50, 100}}},
+	}
+	first := map[string]*limiter.Limiter{}
+	for i := range 400 {
+		p := plans[i%len(plans)]
+		zone := zoneMidnights[i/len(plans)%len(zoneMidnights)].zone
+		z, err := l.For(p, zone)
+		if err != nil {
+			t.Fatalf("For(%s, %s): %v", p.Name, zone, err)
+		}
+		q := z.Policy()
+		if want := "plan:month@" + zone + ":60000"; q.ID() != want || q.Rate(0).Limit != p.Limits["plan"][0] || q.Rate(1).Limit != p.Limits["plan"][1] {
+			t.Fatalf("call %d: For(%s, %s) = %s of %d and %d; want %s of %v", i, p.Name, zone, q.ID(), q.Rate(0).Limit, q.Rate(1).Limit, want, p.Limits["plan"])
+		}
+		k := p.Name + "@" + zone
+		if f, ok := first[k]; !ok {
+			first[k] = z
+		} else if f != z {
+			t.Fatalf("call %d: For(%s, %s) made a second limiter", i, p.Name, zone)
+		}
+	}
+}

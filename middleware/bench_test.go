@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"github.com/fixedwindow/ratelimit/internal/testfixture"
 	"net"
 	"net/http"
 	"strconv"
@@ -55,7 +56,7 @@ func serveParallel(b *testing.B, h http.Handler, reqs []*http.Request) {
 	var start, refused atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, cpuOK := cpuTime()
+	cpu0, cpuOK := testfixture.CPUTime()
 	b.RunParallel(func(pb *testing.PB) {
 		w := &benchWriter{h: make(http.Header, 8)}
 		i := int(start.Add(7919))
@@ -66,7 +67,7 @@ func serveParallel(b *testing.B, h http.Handler, reqs []*http.Request) {
 		}
 		refused.Add(int64(w.notOK))
 	})
-	if cpu1, ok := cpuTime(); ok && cpuOK {
+	if cpu1, ok := testfixture.CPUTime(); ok && cpuOK {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 	if n := refused.Load(); n > 0 {

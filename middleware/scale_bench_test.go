@@ -75,6 +75,7 @@ func serveScale(b *testing.B, reqs *scaleReqs, h func(c int) http.Handler, pick 
 		h(c).ServeHTTP(w, reqs.at(c))
 	}
 	b.ReportAllocs()
+	cpu0, cpuOK := testfixture.CPUTime()
 	i := 0
 	for b.Loop() {
 		c := i % scaleCustomers
@@ -82,6 +83,9 @@ func serveScale(b *testing.B, reqs *scaleReqs, h func(c int) http.Handler, pick 
 		clear(w.h)
 		h(c).ServeHTTP(w, reqs.at(c))
 		i++
+	}
+	if cpu1, ok := testfixture.CPUTime(); ok && cpuOK {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 	if w.notOK > 0 {
 		b.Fatalf("%d requests not answered 200", w.notOK)

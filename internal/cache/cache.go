@@ -138,6 +138,10 @@ func (m *Map[K, V]) Get(k K) (V, bool) {
 	return e.val, true
 }
 
+// Hit counts a hit of a lookup that found its value in front of the
+// map (a Recent), as Get counts one.
+func (m *Map[K, V]) Hit() { m.counts[rand.Uint32()%stripes].hits.Add(1) }
+
 // Add keeps v under k unless k has a value already, which it returns (a
 // racing writer's); otherwise it returns v. It goes to the emptier of
 // k's two sets; when both are full, it evicts from one (by

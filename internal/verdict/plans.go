@@ -71,7 +71,16 @@ type Plans struct {
 	rates []int    // each rule's policy's number of rates
 	door  uint64
 	kept  *Kept
+	// recent finds the resolution of a plan by its address and zone
+	// before kept is asked by contents: a plan is never written once in
+	// use (limiter.Plan), so its address stands for its contents.
+	recent *cache.Recent[limiter.Plan, Resolved]
 }
+
+// recentSlots is how many plans and zones a door finds by address: the
+// pairs a service's own plans (kept, not made per request) are used in,
+// most often; 24 KiB.
+const recentSlots = 1 << 10
 
 // A planKey names a resolution by what it is made of, not by the
 // plan's address, so that a plan equal to another finds its resolution
@@ -90,6 +99,7 @@ type planKey struct {
 type Resolved struct {
 	Rules []Rule
 	Caps  []*limiter.InFlight
+	zone  string // the zone it was resolved in, checked by recent
 }
 
 // NewPlans returns the Plans of a door's rules and caps, as the door
@@ -98,7 +108,8 @@ type Resolved struct {
 // which alone derives a plan's limits (limiter.Limiter.For). option
 // names the door's option in the error.
 func NewPlans(option string, rules []Rule, caps []*limiter.InFlight, kept *Kept) (*Plans, error) {
-	p := &Plans{rules: rules, caps: caps, kept: kept, door: doors.Add(1)}
+	p := &Plans{rules: rules, caps: caps, kept: kept, door: doors.Add(1),
+		recent: cache.NewRecent[limiter.Plan, Resolved](recentSlots)}
 	for i, r := range rules {
 		if _, ok := r.Lim.(*limiter.Limiter); !ok {
 			return nil, fmt.Errorf("%s: limiter %d (policy %q) is a %T: a plan's limits apply to a *limiter.Limiter", option, i, r.Lim.Policy().Name(), r.Lim)
@@ -158,9 +169,14 @@ var ErrNoPlan = errors.New("the lookup returned no plan and no error")
 // whose limits do not fit a policy, a zone the tz database does not have
 // (limiter.ErrInvalidPolicy), or a limiter closed (limiter.ErrClosed).
 func (p *Plans) Resolve(plan *limiter.Plan, zone string) (*Resolved, error) {
+	if r := p.recent.Get(plan, zone); r != nil && r.zone == zone {
+		p.kept.m.Hit()
+		return r, nil
+	}
 	k, keep := p.key(plan, zone)
 	if keep {
 		if r, ok := p.kept.m.Get(k); ok {
+			p.recent.Put(plan, zone, r)
 			return r, nil
 		}
 	}
@@ -175,7 +191,9 @@ func (p *Plans) Resolve(plan *limiter.Plan, zone string) (*Resolved, error) {
 	if !keep {
 		return r, nil
 	}
-	return p.kept.m.Add(k, r), nil
+	r = p.kept.m.Add(k, r)
+	p.recent.Put(plan, zone, r)
+	return r, nil
 }
 
 // resolve is Resolve of a plan and zone not kept.
@@ -183,7 +201,7 @@ func (p *Plans) resolve(plan *limiter.Plan, zone string) (*Resolved, error) {
 	if plan == nil {
 		return nil, ErrNoPlan
 	}
-	r := &Resolved{Rules: make([]Rule, len(p.rules)), Caps: make([]*limiter.InFlight, len(p.caps))}
+	r := &Resolved{Rules: make([]Rule, len(p.rules)), Caps: make([]*limiter.InFlight, len(p.caps)), zone: zone}
 	for i, rule := range p.rules {
 		l, err := rule.Lim.(*limiter.Limiter).For(plan, zone)
 		if err != nil {

@@ -1,16 +1,16 @@
 //go:build unix
 
-package middleware_test
+package testfixture
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the CPU time, user and system, the process has used.
+// CPUTime returns the CPU time, user and system, the process has used.
 // Per operation it is a steadier figure than ns/op on a machine other work
 // shares: time spent descheduled does not count.
-func cpuTime() (time.Duration, bool) {
+func CPUTime() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false
