@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,10 +30,10 @@ func TestLeaseDecisionBeforeAResetReturnsNothing(t *testing.T) {
 	ctx := context.Background()
 	p := limiter.MustPolicy("plan", limiter.PerHour(100)) // a lease's cap: 10
 	prefix := testPrefix(t)
-	var redisTime atomic.Int64 // Redis's TIME, µs since the epoch
+	clock := newFakeTime(t)
 	mk := func(opts ...Option) *Store {
 		c := redistest.Client(t, redistest.SharedAddr)
-		c.AddHook(fakeTime{&redisTime})
+		c.AddHook(clock)
 		return newStore(t, c, append([]Option{WithPrefix(prefix), withClockSource(serverClock)}, opts...)...)
 	}
 	a, b := mk(WithLeases(500*time.Millisecond, 10)), mk()
@@ -45,7 +44,7 @@ func TestLeaseDecisionBeforeAResetReturnsNothing(t *testing.T) {
 	// at sets both clocks x after w: Redis's at w + x, the replicas'
 	// monotonic ones at 100.5 ms + x.
 	at := func(x time.Duration) time.Time {
-		redisTime.Store(w.Add(x).UnixMicro())
+		clock.set(t, w.Add(x))
 		mono := int64(100*time.Millisecond + 500*time.Microsecond + x)
 		monoA.Store(mono)
 		monoB.Store(mono)
@@ -98,16 +97,16 @@ func TestLeaseDecisionBeforeAResetReturnsNothing(t *testing.T) {
 func TestLeaseEndsBeforeRedisLeavesItsWindow(t *testing.T) {
 	ctx := context.Background()
 	p := limiter.MustPolicy("plan", limiter.PerHour(100))
-	var redisTime atomic.Int64
+	clock := newFakeTime(t)
 	c := redistest.Client(t, redistest.SharedAddr)
-	c.AddHook(fakeTime{&redisTime})
+	c.AddHook(clock)
 	s := newStore(t, c, withClockSource(serverClock), WithLeases(5*time.Millisecond, 10))
 	mono := fakeMono(s)
 	// Redis's clock about E, an hour's end still ahead of its real one.
 	e := serverTime(t, sharedClient(t)).Truncate(time.Hour).Add(time.Hour)
 	take := func(x time.Duration) limiter.Decision {
 		t.Helper()
-		redisTime.Store(e.Add(x).UnixMicro())
+		clock.set(t, e.Add(x))
 		mono.Store(int64(100*time.Millisecond + 100*time.Microsecond + x))
 		d, err := s.Take(ctx, limiter.Request{Key: "acme", Policy: p, Now: e.Add(x), Cost: 1})
 		if err != nil || !d.Allowed {
@@ -126,36 +125,55 @@ func TestLeaseEndsBeforeRedisLeavesItsWindow(t *testing.T) {
 	}
 }
 
-// fakeTime makes the store's scripts read TIME from the test's clock (µs
-// since the epoch) instead of Redis's: each EVALSHA of one goes as EVAL
-// of its source, redis.call('TIME') replaced by the clock's reading.
-type fakeTime struct{ us *atomic.Int64 }
+// A fakeTime makes the store's scripts read TIME from the test's clock
+// instead of Redis's: each EVALSHA of one goes as EVAL of its source,
+// redis.call('TIME') replaced by a read of the test's key, which set
+// moves (to the microsecond). One source per script and test, so that
+// Redis's script cache grows by a few entries per run.
+type fakeTime struct {
+	key     string
+	c       *redis.Client
+	sources map[string]string // the rewritten scripts by the hash of their source
+}
 
-// scriptSources are the store's scripts by hash.
-var scriptSources = map[string]string{takeHash: takeSource, refundHash: refundSource, settleHash: settleSource,
-	resetHash: resetSource, slotHash: slotSource}
+func newFakeTime(t *testing.T) *fakeTime {
+	f := &fakeTime{key: testPrefix(t) + "time", c: sharedClient(t), sources: map[string]string{}}
+	now := fmt.Sprintf("{string.match(redis.call('GET', '%s'), '^(%%d+) (%%d+)$')}", f.key)
+	for _, src := range []string{takeSource, refundSource, settleSource, resetSource, slotSource} {
+		f.sources[redis.NewScript(src).Hash()] = strings.ReplaceAll(src, "redis.call('TIME')", now)
+	}
+	return f
+}
 
-func (f fakeTime) rewrite(cmd redis.Cmder) {
+// set makes the scripts' TIME read at.
+func (f *fakeTime) set(t *testing.T, at time.Time) {
+	t.Helper()
+	us := at.UnixMicro()
+	if err := f.c.Set(context.Background(), f.key, fmt.Sprintf("%d %d", us/1e6, us%1e6), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fakeTime) rewrite(cmd redis.Cmder) {
 	args := cmd.Args()
 	if len(args) < 2 || cmd.Name() != "evalsha" {
 		return
 	}
-	if src, ok := scriptSources[fmt.Sprint(args[1])]; ok {
-		us := f.us.Load()
-		args[0], args[1] = "eval", strings.ReplaceAll(src, "redis.call('TIME')", fmt.Sprintf("{'%d', '%d'}", us/1e6, us%1e6))
+	if src, ok := f.sources[fmt.Sprint(args[1])]; ok {
+		args[0], args[1] = "eval", src
 	}
 }
 
-func (fakeTime) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (*fakeTime) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (f fakeTime) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (f *fakeTime) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		f.rewrite(cmd)
 		return next(ctx, cmd)
 	}
 }
 
-func (f fakeTime) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (f *fakeTime) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, c := range cmds {
 			f.rewrite(c)
