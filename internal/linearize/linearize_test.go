@@ -137,6 +137,16 @@ func targets() []target {
 			r.actual, r.stray, r.resets = 0, 0, 30
 			r.length = r.length * 3 / 2
 		}},
+		// The same on Redis's clock, where a lease's decisions are dated
+		// by the replica's estimate of TIME, never after it (leaseEarly):
+		// one made before another replica's Reset is dated at or before
+		// its mark, and its return gives nothing.
+		{"redis-leases-serverclock", withServerClock(withLease(leaseSpec)), func(r *run) {
+			redistest.Shared(r.t)
+			r.redisReplicas(single(redistest.SharedAddr, nil), redisstore.WithLeases(0, leaseDivisor), redisstore.WithOverLimitCache(0), redisstore.WithServerClock())
+			r.actual, r.stray, r.resets = 0, 0, 30
+			r.length = r.length * 3 / 2
+		}},
 		// WithReplicaAcks on a master with one replica: the replica
 		// paused past the ack timeout fails the rounds, never an answer.
 		{"redis-acks", shortSpec, func(r *run) {

@@ -12,6 +12,13 @@ import "slices"
 // less than a tenth of a second.
 const leaseGrace = maxLocalAge + 100
 
+// leaseEarly is how long before its call an admission from a lease on
+// Redis's clock may be dated: by its replica's estimate of TIME, never
+// after TIME, behind it by at most the round trip of the grant it came
+// from (under the store's timeout, 100 ms in the runs) and 2 ms of
+// rounding. It is not held to the latest instant decided.
+const leaseEarly = 100 + 2
+
 // admits reports whether counts (before the request) admit cost under
 // who's limits: no window over limit − cost.
 func (sp *Spec) admits(who int, counts []int64, cost int64) bool {
@@ -29,7 +36,9 @@ func (sp *Spec) decide(s state, in Input, out Output) []state {
 		return sp.maybeCharged(s, in)
 	}
 	w := who(&in, &out)
-	if w >= 0 && sp.Divisor == 0 || len(out.Used) != len(sp.Windows) || !sp.decidedAt(&s, &in, w, out.At) {
+	leased := sp.ServerClock && sp.Lease > 0 && w < 0 && out.Allowed && in.Kind != Peek &&
+		out.At >= in.At-leaseEarly && out.At <= max(in.AtHi, in.At) // perhaps from a lease: see leaseEarly
+	if w >= 0 && sp.Divisor == 0 || len(out.Used) != len(sp.Windows) || !leased && !sp.decidedAt(&s, &in, w, out.At) {
 		return nil
 	}
 	if sp.Lease > 0 && w < 0 {
@@ -193,6 +202,9 @@ func windowOf(counts []count, i int, id int64) int64 {
 // before another replica's Reset or settle; any refusal; and a peek that
 // sees at least what was charged.
 func (sp *Spec) decideLeased(s state, in Input, out Output) []state {
+	if sp.ServerClock {
+		in.At = out.At // Redis's window, as the store dated it
+	}
 	cnt := sp.windowCounts(&s, -1, in.At, 0)[0]
 	if in.Kind == Peek || !out.Allowed {
 		// A peek reads Redis, and so does a refusal but for one of the

@@ -350,13 +350,22 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 		// (spend), never after Redis's clock: a decision made before a
 		// Reset by another replica is dated before it, and its refund
 		// returns nothing into the fresh count (refund.lua judges by
-		// the Reset's mark). (ms is the decision's instant: TIME, or
-		// the start of a window ahead of TIME that take.lua decided in
-		// after a step back of Redis's clock; the dating then runs
-		// ahead of TIME as that decision did, and spend keeps it no
-		// earlier than first, in the windows.)
-		offset = ms - l.now(req)
-		start, end = math.MinInt64, end-(ms-tk.t)
+		// the Reset's mark). Both readings are whole milliseconds,
+		// each rounded down, and the two clocks tick at different
+		// instants, so each bound is a millisecond wider: the dating
+		// one less (before, a decision made in the Reset's
+		// millisecond, before it, was dated after its mark:
+		// TestLeaseDecisionBeforeAResetReturnsNothing), the span's
+		// end one earlier (before, a lease decided in Redis's next
+		// window for up to a millisecond:
+		// TestLeaseEndsBeforeRedisLeavesItsWindow). (ms
+		// is the decision's instant: TIME, or the start of a window
+		// ahead of TIME that take.lua decided in after a step back of
+		// Redis's clock; the dating then runs ahead of TIME as that
+		// decision did, and spend keeps it no earlier than first, in
+		// the windows.)
+		offset = ms - l.now(req) - 1
+		start, end = math.MinInt64, end-(ms-tk.t)-1
 	}
 	// At most maxLocalAge from the request that set out for it, so that
 	// a change another replica makes (a Reset, a lowered limit) is obeyed
