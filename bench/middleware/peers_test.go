@@ -18,6 +18,7 @@ import (
 	ululestdlib "github.com/ulule/limiter/v3/drivers/middleware/stdlib"
 	ululemem "github.com/ulule/limiter/v3/drivers/store/memory"
 
+	"github.com/fixedwindow/ratelimit/internal/testfixture"
 	"github.com/fixedwindow/ratelimit/limiter"
 	"github.com/fixedwindow/ratelimit/middleware"
 )
@@ -145,7 +146,7 @@ func serveParallel(b *testing.B, h http.Handler, reqs []*http.Request) {
 	var start, refused atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, cpuOK := cpuTime()
+	cpu0, cpuOK := testfixture.CPUTime()
 	b.RunParallel(func(pb *testing.PB) {
 		w := &writer{h: make(http.Header, 8)}
 		i := int(start.Add(7919))
@@ -156,7 +157,7 @@ func serveParallel(b *testing.B, h http.Handler, reqs []*http.Request) {
 		}
 		refused.Add(int64(w.notOK))
 	})
-	if cpu1, ok := cpuTime(); ok && cpuOK {
+	if cpu1, ok := testfixture.CPUTime(); ok && cpuOK {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 	if n := refused.Load(); n > 0 {
