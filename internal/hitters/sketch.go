@@ -61,7 +61,7 @@ type Sketch struct {
 	capacity int
 	heap     entries // a min-heap by Count
 	nodes    map[string]*node
-	now      int64 // the latest refusal's instant
+	now      int64 // the latest refusal's instant, up to its caller's present (AddAt)
 	swept    int64
 }
 
@@ -83,8 +83,14 @@ func (s *Sketch) Len() int { return len(s.heap) }
 // Add counts rf. A key not in a full sketch takes the place of the key
 // counted least, and its count plus one (Space-Saving), so that a key
 // refused often enough is never pushed out by a flood of others.
-func (s *Sketch) Add(rf Refusal) {
-	s.now = max(s.now, rf.At)
+func (s *Sketch) Add(rf Refusal) { s.AddAt(rf, rf.At) }
+
+// AddAt counts rf as Add does, but the sketch ages by rf's instant only
+// up to now, the caller's present: a refusal dated far ahead of it (by a
+// limiter whose clock is wrong) is counted, and cannot make every other
+// key look older than Span and be forgotten.
+func (s *Sketch) AddAt(rf Refusal, now int64) {
+	s.now = max(s.now, min(rf.At, now))
 	if s.now-s.swept >= sweepEvery {
 		s.sweep()
 	}

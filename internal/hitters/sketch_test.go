@@ -57,6 +57,21 @@ func TestRunsKeepTheLatest(t *testing.T) {
 	}
 }
 
+// TestAddAtAgesNoFurtherThanNow: a refusal dated ten hours past the
+// caller's present is counted, and a sweep it would have caused at its
+// own instant forgets nothing refused within the hour.
+func TestAddAtAgesNoFurtherThanNow(t *testing.T) {
+	s := New(10)
+	s.Add(at("real", t0))
+	s.AddAt(at("skewed", t0+10*Span), t0+2*minute) // past sweepEvery: a sweep, at t0+2min
+	if s.Len() != 2 {
+		t.Fatalf("the sketch holds %d keys, want real and skewed", s.Len())
+	}
+	if _, ok := s.Lookup("real", t0+minute); !ok {
+		t.Fatal("a refusal of a minute ago was forgotten after one dated ten hours ahead")
+	}
+}
+
 // TestForgetsPastTheHour: what was refused more than Span ago is not
 // shown, and a sweep frees its place.
 func TestForgetsPastTheHour(t *testing.T) {

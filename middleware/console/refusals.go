@@ -130,10 +130,15 @@ func (r *Refusals) Observe(e middleware.Event) {
 	if !ok {
 		return
 	}
+	// The refusals age by their deciding limiter's clock, a test's
+	// too, but never past this process's own by more than aheadBound:
+	// one refusal dated far ahead, by a limiter whose clock is wrong,
+	// would otherwise make every other look an hour old, and forgotten.
+	ahead := time.Now().Add(aheadBound).UnixMilli()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.sketch.Add(rf)
-	r.latest = max(r.latest, rf.At)
+	r.sketch.AddAt(rf, ahead)
+	r.latest = max(r.latest, min(rf.At, ahead))
 	if r.board != nil && r.timer == nil && !r.closed {
 		// The pace is the wall clock's: it bounds writes to Redis, which
 		// a test's clock does not slow.
@@ -141,6 +146,11 @@ func (r *Refusals) Observe(e middleware.Event) {
 		r.timer = time.AfterFunc(time.Until(r.last.Add(shareEvery)), r.share)
 	}
 }
+
+// aheadBound is how far ahead of this process's clock a refusal's
+// instant ages the refusals: other clocks (Redis's, another replica's)
+// run a little ahead.
+const aheadBound = time.Minute
 
 // refusalOf describes a refusal d of key under policy: its deciding
 // window, or for an in-flight cap the minute it was refused in.

@@ -168,3 +168,37 @@ func diff(before, after map[string]int64) string {
 	}
 	return b.String()
 }
+
+// TestRefusalFarAheadForgetsNoOther: a refusal dated ten years ahead
+// (a limiter whose clock is wrong) among refusals of this process's
+// present is counted, and the others are still listed as limited now:
+// the refusals age by their instants only up to a minute past this
+// process's clock.
+func TestRefusalFarAheadForgetsNoOther(t *testing.T) {
+	now := time.Now().Truncate(time.Millisecond)
+	rec, err := NewRefusals(RefusalsConfig{Keys: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	h, api, clk := floodFixture(t, rec, now)
+	flood(rec, api, now.Add(-10*time.Second), 0, 3, "real-a", "real-b")
+	flood(rec, api, now.AddDate(10, 0, 0), 0, 1, "skewed")
+	flood(rec, api, now.Add(-5*time.Second), 0, 1, "real-c")
+	clk.Set(now)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/admin/limits/limited", nil))
+	var v limitedView
+	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil {
+		t.Fatalf("%d %s: %v", w.Code, w.Body, err)
+	}
+	listed := map[string]int64{}
+	for _, k := range v.Keys {
+		listed[k.Key] = k.Count
+	}
+	for k, want := range map[string]int64{"real-a": 3, "real-b": 3, "real-c": 1} {
+		if listed[k] != want {
+			t.Errorf("%s listed with %d refusals, want %d (listed: %v)", k, listed[k], want, listed)
+		}
+	}
+}
