@@ -71,10 +71,18 @@ runOnce() { # log pattern
   (cd "$tree/internal/linearize" && TMPDIR="$tmp/tmp" "$tmp/linearize.test" "${args[@]}") >"$1" 2>&1
 }
 # failedBy names what failed in a run's log: the failing configurations,
-# or how the binary ended.
+# each with why (the model's verdict, Illegal or Unknown, or the failure
+# bound), or how the binary ended.
 failedBy() {
-  local by
-  by=$(sed -nE 's/^ *--- FAIL: TestLinearizable\/([^/]+)\/seed=.*/\1/p' "$1" | sort -u | paste -sd, -)
+  local by cfg why
+  by=$(sed -nE 's/^ *--- FAIL: TestLinearizable\/([^/]+)\/seed=.*/\1/p' "$1" | sort -u |
+    while read -r cfg; do
+      why=$(sed -nE "s/^ +[a-z_]+\.go:[0-9]+: $cfg seed [0-9]+: (Illegal|Unknown)\$/\1/p" "$1" | head -1)
+      if grep -qE "^ +[a-z_]+\.go:[0-9]+: $cfg seed [0-9]+: [0-9]+ of [0-9]+ operations failed outside" "$1"; then
+        why="${why:+$why+}failures"
+      fi
+      echo "$cfg (${why:-?})"
+    done | paste -sd, - | sed 's/,/, /g')
   if [ -z "$by" ] && grep -q '^panic: test timed out' "$1"; then
     by=timeout
   elif [ -z "$by" ] && grep -q '^panic:' "$1"; then
@@ -130,7 +138,11 @@ for p in "${patches[@]}"; do
       fi
     done
     [ "$caught" -eq "$runs" ] || status=1
-    rows+=("$name|$runs|$caught|$(printf '%s\n' "${by[@]}" | sort | uniq -c | awk '{printf "%s%s x%d", (NR>1?", ":""), $2, $1}')")
+    summary=-
+    if [ "$caught" -gt 0 ]; then
+      summary=$(printf '%s\n' "${by[@]}" | sort | uniq -c | sed -E 's/^ *([0-9]+) (.*)/\2 x\1/' | paste -sd';' - | sed 's/;/; /g')
+    fi
+    rows+=("$name|$runs|$caught|$summary")
   fi
   # Back to the unpatched files, for the next mutant.
   (cd "$tree" && git apply -R "$p")
