@@ -13,7 +13,8 @@
 #
 # The copy is of the tracked files as they are in the caller's tree,
 # committed or not (git stash create, which changes neither the tree nor
-# the stash); untracked files are left out. It goes in a temporary
+# the stash); untracked files are left out, but the patches are read
+# from the caller's tree, new ones too. The copy goes in a temporary
 # directory, with the tests' own temporary files, removed at the end.
 #
 #   MUTANT_RUNS=3      runs of each mutant (default 1)
@@ -31,7 +32,7 @@ seed=${MUTANT_SEED:-}
 go=${GO:-go}
 
 patches=()
-for p in internal/linearize/mutants/*.patch; do
+for p in "$root"/internal/linearize/mutants/*.patch; do
   name=$(basename "$p" .patch)
   if [ -z "$only" ] || grep -qE -- "$only" <<<"$name"; then
     patches+=("$p")
