@@ -17,7 +17,7 @@ PKGS     ?= ./... $(addprefix ./,$(addsuffix /...,$(MODULES)))
 FUZZTIME ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test test-oldest-go bench bench-peers fuzz soak jepsen lint cover redis chromium console-screenshot
+.PHONY: test test-oldest-go bench bench-peers fuzz soak jepsen mutants lint cover redis chromium console-screenshot
 
 # The whole suite, race detector on. The Redis-backed tests need a Redis
 # at 127.0.0.1:6379 and the redis-server binary: `redis` makes sure of both.
@@ -71,6 +71,18 @@ JEPSEN_SEEDS ?= 5
 jepsen: redis
 	cd internal/linearize && $(GO) test -count=1 -timeout 60m -v -run 'TestLinearizable|TestFailover|TestReplay' . \
 		-args -long -seed $(JEPSEN_SEED) -seeds $(JEPSEN_SEEDS)
+
+# The history checker against the bugs kept under
+# internal/linearize/mutants/ (docs/redis.md, "Every history checked for
+# linearizability"): each planted in a throwaway copy of the tree, the
+# short run of the configurations its header names run MUTANT_RUNS times
+# there, every run required to fail; first a control run of the unpatched
+# copy, required to pass. MUTANTS (a pattern) picks some. Not in make test:
+# minutes.
+MUTANT_RUNS ?= 1
+MUTANTS     ?=
+mutants: redis
+	MUTANT_RUNS=$(MUTANT_RUNS) MUTANTS='$(MUTANTS)' GO=$(GO) ./scripts/mutants.sh
 
 lint:
 	./scripts/check-tree.sh
