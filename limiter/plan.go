@@ -118,8 +118,7 @@ func (l *Limiter) For(plan *Plan, zone string) (*Limiter, error) {
 	// of its limits and no hash of them.
 	recent := l.recentPlans()
 	if v := recent.Get(plan, zone); v != nil && v.zone == zone {
-		l.variants.Hit()
-		return v, nil
+		return v, nil // For's counts are nobody's to read: no hit counted
 	}
 	v, err := l.derive(plan, zone)
 	if err == nil {
