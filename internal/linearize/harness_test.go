@@ -126,6 +126,12 @@ type run struct {
 	stray      int  // one operation in stray is on any key of the phase, not the replica's (0: none)
 	returns    bool // refunds, and settles below their reservation
 	settles    int  // how many more operations in 100 reserve and settle at once (at most 38)
+	// bursts: the workers make their operations together, in bursts
+	// (bursts_test.go), on keys phases of bursts name; the one replica's
+	// clock moves by bursts, not with the real time.
+	bursts bool
+	// floor is the least coverage the history must show.
+	floor floor
 	// steps counts the clock steps so far, which go back by turns from
 	// the first (backFirst) or the second: the fault injector's alone.
 	steps     int
@@ -167,10 +173,20 @@ func (r *run) record() *History {
 	}
 	var wg sync.WaitGroup
 	done := make(chan struct{})
+	var feeds []chan *burst
+	if r.bursts {
+		for range len(r.reps) * r.workers {
+			feeds = append(feeds, make(chan *burst, 1))
+		}
+	}
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		r.moveClocks(done)
+		if r.bursts {
+			r.burst(feeds)
+		} else {
+			r.moveClocks(done)
+		}
 	}()
 	go func() {
 		defer wg.Done()
@@ -194,7 +210,11 @@ func (r *run) record() *History {
 			workers.Add(1)
 			go func() {
 				defer workers.Done()
-				w.loop()
+				if r.bursts {
+					w.burstLoop(feeds[w.client])
+				} else {
+					w.loop()
+				}
 			}()
 		}
 	}
@@ -324,7 +344,7 @@ func verdict(t testing.TB, h *History) Verdict {
 	v := Check(h, timeout)
 	ops, unknown := h.Counts()
 	t.Logf("%s seed %d: %d operations (%d failed), %d keys, %d faults: %s in %v; %s",
-		h.Name, h.Seed, ops, unknown, len(h.Keys()), len(h.Faults), v.Result, time.Since(start).Round(time.Millisecond), describeFull(h))
+		h.Name, h.Seed, ops, unknown, len(h.Keys()), len(h.Faults), v.Result, time.Since(start).Round(time.Millisecond), coverageOf(h).String(h.Spec))
 	for _, f := range h.Faults {
 		t.Logf("  %s at %v for %v: %s", f.Kind, time.Duration(f.Start).Round(time.Millisecond),
 			time.Duration(f.End-f.Start).Round(time.Millisecond), f.Detail)
@@ -393,33 +413,43 @@ type heldSlot struct {
 }
 
 func (w *worker) loop() {
-	r := w.run
-	for !r.stop.Load() {
-		key := r.key(w.rng, w.rp)
-		if w.rng.IntN(1000) < r.resets && (!r.lateResets || time.Since(r.rec.start)%r.phase >= r.phase/2) {
-			w.reset(key)
-			continue
-		}
-		switch x := w.rng.IntN(100); {
-		case x < 38-r.settles:
-			w.decide(Allow, key, false)
-		case x < 48-r.settles:
-			w.decide(Peek, key, false)
-		case x < 58:
-			if w.res == nil {
-				w.reserve(key)
-			}
-		case x < 66:
-			w.decide(Allow, key, r.returns)
-		default:
-			w.slot(key)
-		}
-		if w.res != nil && (r.settles > 0 || w.rng.IntN(3) == 0) {
-			w.settle()
-		}
+	for !w.run.stop.Load() {
+		w.step(w.run.key(w.rng, w.rp))
 		// Pace the load, so that histories stay small enough to check.
 		time.Sleep(time.Duration(w.rng.IntN(1500)) * time.Microsecond)
 	}
+	w.wrapUp()
+}
+
+// step makes one operation on key, drawn from the run's mix, and
+// settles the worker's reservation when its turn has come.
+func (w *worker) step(key string) {
+	r := w.run
+	if w.rng.IntN(1000) < r.resets && (!r.lateResets || time.Since(r.rec.start)%r.phase >= r.phase/2) {
+		w.reset(key)
+		return
+	}
+	switch x := w.rng.IntN(100); {
+	case x < 38-r.settles:
+		w.decide(Allow, key, false)
+	case x < 48-r.settles:
+		w.decide(Peek, key, false)
+	case x < 58:
+		if w.res == nil {
+			w.reserve(key)
+		}
+	case x < 66:
+		w.decide(Allow, key, r.returns)
+	default:
+		w.slot(key)
+	}
+	if w.res != nil && (r.settles > 0 || w.rng.IntN(3) == 0) {
+		w.settle()
+	}
+}
+
+// wrapUp settles what the worker holds once the recording is over.
+func (w *worker) wrapUp() {
 	if w.res != nil {
 		w.settle()
 	}

@@ -51,9 +51,11 @@ type target struct {
 
 func targets() []target {
 	return []target{
+		// In bursts, on two keys at a time, so that decisions race.
 		{"memory", shortSpec, func(r *run) {
 			r.memory()
 			r.faults = []faultKind{clockStep}
+			r.bursts, r.keys = true, 2
 		}},
 		// The long window binds: Resets 1 in 1,000 operations, not 20,
 		// which wipe each key every few hundred ms of its clock.
@@ -184,6 +186,9 @@ func TestLinearizable(t *testing.T) {
 				h := r.record()
 				check(t, h)
 				r.boundFailures(h)
+				if short := r.floor.short(coverageOf(h), h.Spec); len(short) > 0 {
+					t.Errorf("%s seed %d: too little covered: %s", h.Name, h.Seed, strings.Join(short, "; "))
+				}
 			})
 		}
 	}

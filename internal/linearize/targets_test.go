@@ -71,7 +71,7 @@ func (r *run) addReplica(store limiter.Store, server bool) {
 // the cap's own lease.
 const slotLease = 10 * time.Second
 
-// memory makes r one replica on a MemoryStore, with six workers.
+// memory makes r one replica on a MemoryStore, with eight workers.
 func (r *run) memory() {
 	r.spec.Store = "memory"
 	s, err := limiter.NewMemoryStore(limiter.WithSweepInterval(0))
@@ -80,7 +80,7 @@ func (r *run) memory() {
 	}
 	r.t.Cleanup(func() { s.Close() })
 	r.addReplica(s, false)
-	r.workers = 6
+	r.workers = 8
 }
 
 // redisReplicas makes r three replicas, each with its own client (from

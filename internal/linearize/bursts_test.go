@@ -1,0 +1,113 @@
+package linearize
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Bursts make operations on one key race: paced workers seldom overlap
+// (1.4% of the memory configuration's decisions overlapped another on
+// their key), and a store that decided outside its lock would lose an
+// update only when two decisions on one key meet. In a burst every
+// worker waits at a start barrier, the fake clock is placed at the
+// burst's instant, and all are released at once, each to make one
+// operation on one of the phase's few keys; the next burst starts once
+// all are done. A burst's instant is one of the first or last
+// burstEdge milliseconds of a window of the shortest rate, or between
+// them, a seeded jump of up to a quarter of a window from the last, so
+// that windows fill by bursts and are crossed by them.
+const (
+	burstEdge = 3
+	// burstsPerPhase is how many bursts use one phase's keys: some 8
+	// windows of the shortest rate, two of the longest.
+	burstsPerPhase = 120
+	// burstGap bounds the pause between bursts, µs.
+	burstGap = 1200
+)
+
+// A burst is one release of every worker at one instant.
+type burst struct {
+	phase int
+	ready sync.WaitGroup // every worker has the burst and waits for start
+	start chan struct{}  // closed to release them
+	done  sync.WaitGroup
+}
+
+// key returns the key of b's phase a worker makes its operation on:
+// one of the run's keys per phase, at random.
+func (b *burst) key(w *worker) string {
+	return fmt.Sprintf("p%d-k%d", b.phase, w.rng.IntN(w.run.keys))
+}
+
+// burstLoop makes one operation in each burst of feed, until it is
+// closed.
+func (w *worker) burstLoop(feed <-chan *burst) {
+	for b := range feed {
+		b.ready.Done()
+		<-b.start
+		w.step(b.key(w))
+		b.done.Done()
+	}
+	w.wrapUp()
+}
+
+// burst releases the workers fed by feeds in bursts until the recording
+// stops, placing the clock of the run's one replica before each: the
+// replica's clock moves only here, and by the clock-step faults.
+func (r *run) burst(feeds []chan *burst) {
+	rng := rand.New(rand.NewPCG(r.seed, 1<<41))
+	rp := r.reps[0]
+	for i := 0; !r.stop.Load(); i++ {
+		b := &burst{phase: i / burstsPerPhase, start: make(chan struct{})}
+		b.ready.Add(len(feeds))
+		b.done.Add(len(feeds))
+		for _, f := range feeds {
+			f <- b
+		}
+		rp.mu.Lock()
+		now := rp.clock.Now().UnixMilli()
+		rp.advance(time.Duration(nextBurstAt(now, r.spec.shortest(), rng)-now) * time.Millisecond)
+		rp.mu.Unlock()
+		b.ready.Wait()
+		close(b.start)
+		b.done.Wait()
+		// Pace the bursts, so that histories stay small enough to check.
+		time.Sleep(time.Duration(rng.IntN(burstGap)) * time.Microsecond)
+	}
+	for _, f := range feeds {
+		close(f)
+	}
+}
+
+// nextBurstAt returns the instant of the burst after one at now (ms),
+// for windows of windowMs: the next millisecond within burstEdge of a
+// window's start or end, else the start of its last burstEdge ms or a
+// seeded jump of at most a quarter of a window, whichever comes first.
+func nextBurstAt(now, windowMs int64, rng *rand.Rand) int64 {
+	into := now - floorDiv(now, windowMs)*windowMs
+	if into < burstEdge-1 || into >= windowMs-burstEdge-1 {
+		return now + 1
+	}
+	return min(now-into+windowMs-burstEdge, now+1+rng.Int64N(windowMs/4))
+}
+
+func TestNextBurstAt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	at := int64(-1)
+	for range 1000 {
+		next := nextBurstAt(at, 1000, rng)
+		if next <= at || next-at > 250 {
+			t.Fatalf("after %d: next burst at %d, want within (%d, %d]", at, next, at, at+250)
+		}
+		// Every window's first and last burstEdge ms has a burst.
+		for ms := at + 1; ms < next; ms++ {
+			if into := ms - floorDiv(ms, 1000)*1000; into < burstEdge || into >= 1000-burstEdge {
+				t.Fatalf("after %d: next burst at %d passes over %d", at, next, ms)
+			}
+		}
+		at = next
+	}
+}
