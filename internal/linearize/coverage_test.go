@@ -65,7 +65,7 @@ func coverageOf(h *History) coverage {
 			all[k] = all[k] || op.Out.Used[i] >= h.Spec.Limits[i]
 		}
 		b := floorDiv(op.Out.At+short/2, short) * short // the nearest boundary
-		if d := op.Out.At - b; d > -clockTickMs && d < clockTickMs {
+		if d := op.Out.At - b; d >= -clockTickMs && d < clockTickMs {
 			e := edge{op.In.Key, b}
 			s := sides[e]
 			if d < 0 {
