@@ -62,8 +62,10 @@ type replica struct {
 	lim    *limiter.Limiter
 	slots  limiter.SlotStore
 	req    limiter.SlotRequest
-	server bool             // Redis's clock decides: the fake clock places nothing
-	proxy  *redistest.Proxy // its own way to Redis, for aimed losses (nil: shared)
+	server bool // Redis's clock decides: the fake clock places nothing
+	// proxies are its own ways to Redis (to its server, or one to each
+	// node), where aimed losses drop its replies (none: not aimed at).
+	proxies []*redistest.Proxy
 }
 
 // A recorder collects a run's operations and faults.
@@ -136,14 +138,14 @@ type run struct {
 	// the first (backFirst) or the second: the fault injector's alone.
 	steps     int
 	backFirst bool
-	// aimAt names the kinds of call aimed losses drop the replies to,
-	// in turn (aims so far: the fault injector's alone); armed is how
-	// many more replies to calls of armedKind they may drop, aimed how
-	// many they aimed at, by kind.
-	aimAt     []Kind
-	aims      int
+	// aimKinds names the kinds of call aimed losses drop the replies
+	// to, in turn (aimed_test.go); armed is how many more replies to
+	// calls of armedKind they may drop, inFlight how many aimed calls
+	// have not returned, aimed how many they aimed at, by kind.
+	aimKinds  []Kind
 	armedKind atomic.Pointer[Kind]
 	armed     atomic.Int64
+	inFlight  atomic.Int64
 	aimed     map[Kind]*atomic.Int64
 }
 
@@ -179,7 +181,11 @@ func (r *run) record() *History {
 			feeds = append(feeds, make(chan *burst, 1))
 		}
 	}
-	wg.Add(3)
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		r.aimLosses(done)
+	}()
 	go func() {
 		defer wg.Done()
 		if r.bursts {
@@ -231,9 +237,9 @@ func (r *run) record() *History {
 	if n := r.rec.refused.Load(); n > 0 {
 		r.t.Logf("%s seed %d: %d operations failed sending nothing (an open breaker, a dial refused), left out", r.name, r.seed, n)
 	}
-	if len(r.aimAt) > 0 {
+	if len(r.aimKinds) > 0 {
 		aimed := map[Kind]int64{}
-		for _, k := range r.aimAt {
+		for _, k := range r.aimKinds {
 			aimed[k] = r.aimed[k].Load()
 		}
 		r.t.Logf("%s seed %d: replies lost aimed at %v", r.name, r.seed, aimed)
