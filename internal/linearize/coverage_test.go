@@ -3,8 +3,10 @@ package linearize
 import (
 	"cmp"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -203,7 +205,50 @@ type floor struct {
 	overlap   float64 // the share of decisions that overlap another on their key
 	nearLimit int     // decisions that overlap another near a limit
 	crossed   int     // boundaries crossed
+	// raced: the overlaps are held under the race detector only. The
+	// memory store decides in about a microsecond without it, done
+	// before the scheduler runs another worker: in make jepsen (no
+	// -race) 0.1 to 0.3% of the memory configuration's decisions
+	// overlapped another, and a store deciding outside its lock passed.
+	raced bool
 }
+
+// floors are the least coverage of each configuration's histories
+// (none: not enforced), about half the least of 8 short runs under
+// -race on the shared 2-core box at load averages of 3.6 to 9.1, given
+// beside each (windows at their limit per rate, decisions overlapping
+// another on their key, those near a limit, boundaries crossed). The
+// boundaries crossed by the Redis configurations (0 to 21: a clock
+// tick of 40 ms, late under load, may fall either side) and the windows
+// redis-settles fills (none: its limits are past what it asks) are not
+// held.
+var floors = map[string]floor{
+	"memory":                     {full: []int{45, 4}, overlap: 0.02, nearLimit: 60, crossed: 40, raced: true}, // 95, 8; 4.9%; 133; 88
+	"redis":                      {full: []int{6, 1}, overlap: 0.25, nearLimit: 500},                           // 13, 2; 54.7%; 1,164
+	"redis-faults":               {full: []int{7, 0}, overlap: 0.25, nearLimit: 200},                           // 14, 0; 57.4%; 468
+	"redis-cache":                {full: []int{7, 3}, overlap: 0.10, nearLimit: 150},                           // 15, 6; 20.9%; 305
+	"redis-settles":              {overlap: 0.25},                                                              // 50.4%
+	"redis-serverclock":          {full: []int{3, 0}, overlap: 0.25, nearLimit: 300},                           // 6, 0; 56.8%; 609
+	"redis-faillocal":            {full: []int{9, 0}, overlap: 0.25, nearLimit: 350},                           // 18, 0; 59.1%; 783
+	"redis-leases":               {full: []int{3, 3}, overlap: 0.25, nearLimit: 400},                           // 6, 6; 58.3%; 819
+	"redis-leases-debt":          {full: []int{3, 2}, overlap: 0.20, nearLimit: 450},                           // 6, 5; 46.9%; 979
+	"redis-leases-reset":         {full: []int{4, 4}, overlap: 0.15, nearLimit: 500},                           // 9, 9; 38.2%; 1,106
+	"redis-leases-reset-returns": {full: []int{4, 4}, overlap: 0.15, nearLimit: 400},                           // 9, 9; 34.5%; 827
+	"redis-acks":                 {full: []int{9, 0}, overlap: 0.25, nearLimit: 350},                           // 18, 0; 59.9%; 739
+	"cluster":                    {full: []int{8, 0}, overlap: 0.25, nearLimit: 250},                           // 17, 0; 56.5%; 547
+}
+
+// raceDetector reports whether the test binary was built with -race.
+var raceDetector = sync.OnceValue(func() bool {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-race" {
+				return s.Value == "true"
+			}
+		}
+	}
+	return false
+})
 
 // short returns what c falls short of f by, as a person reads it.
 func (f floor) short(c coverage, sp Spec) []string {
@@ -212,6 +257,9 @@ func (f floor) short(c coverage, sp Spec) []string {
 		if c.full[i] < n {
 			out = append(out, fmt.Sprintf("%d windows of %d ms at their limit, want at least %d", c.full[i], sp.Windows[i], n))
 		}
+	}
+	if f.raced && !raceDetector() {
+		f.overlap, f.nearLimit = 0, 0
 	}
 	if c.overlap() < f.overlap {
 		out = append(out, fmt.Sprintf("%.1f%% of decisions overlapping another on their key, want at least %.1f%%", c.overlap()*100, f.overlap*100))
@@ -228,6 +276,10 @@ func (f floor) short(c coverage, sp Spec) []string {
 func TestFloorShort(t *testing.T) {
 	sp := Spec{Windows: []int64{1000, 4000}, Limits: []int64{10, 30}}
 	c := coverage{full: []int{5, 1}, seen: []int{9, 3}, decisions: 100, overlapping: 10, nearLimit: 4, crossed: 7}
+	raced := 0 // figures short of a floor held under the race detector only
+	if raceDetector() {
+		raced = 2
+	}
 	for _, tc := range []struct {
 		name string
 		f    floor
@@ -237,6 +289,7 @@ func TestFloorShort(t *testing.T) {
 		{"met_exactly", floor{full: []int{5, 1}, overlap: 0.1, nearLimit: 4, crossed: 7}, 0},
 		{"one_window_short", floor{full: []int{5, 2}}, 1},
 		{"every_figure_short", floor{full: []int{6, 2}, overlap: 0.11, nearLimit: 5, crossed: 8}, 5},
+		{"overlaps_held_under_the_race_detector_only", floor{overlap: 0.11, nearLimit: 5, raced: true}, raced},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.f.short(c, sp); len(got) != tc.want {

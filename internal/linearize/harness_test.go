@@ -132,8 +132,6 @@ type run struct {
 	// (bursts_test.go), on keys phases of bursts name; the one replica's
 	// clock moves by bursts, not with the real time.
 	bursts bool
-	// floor is the least coverage the history must show.
-	floor floor
 	// steps counts the clock steps so far, which go back by turns from
 	// the first (backFirst) or the second: the fault injector's alone.
 	steps     int

@@ -187,7 +187,7 @@ func TestLinearizable(t *testing.T) {
 				h := r.record()
 				check(t, h)
 				r.boundFailures(h)
-				if short := r.floor.short(coverageOf(h), h.Spec); len(short) > 0 {
+				if short := floors[tg.name].short(coverageOf(h), h.Spec); len(short) > 0 {
 					t.Errorf("%s seed %d: too little covered: %s", h.Name, h.Seed, strings.Join(short, "; "))
 				}
 			})
