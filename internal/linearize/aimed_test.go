@@ -39,14 +39,7 @@ func (r *run) aimLosses(done <-chan struct{}) {
 		return
 	}
 	rng := rand.New(rand.NewPCG(r.seed, 1<<42))
-	for i := 0; ; i++ {
-		gap := time.NewTimer(time.Duration(60+rng.IntN(120)) * time.Millisecond)
-		select {
-		case <-done:
-			gap.Stop()
-			return
-		case <-gap.C:
-		}
+	for i := 0; gap(rng, done); i++ {
 		n := 1 + rng.IntN(3)
 		k := r.aimKinds[i%len(r.aimKinds)]
 		start := r.rec.now()
