@@ -66,6 +66,35 @@ type replica struct {
 	// proxies are its own ways to Redis (to its server, or one to each
 	// node), where aimed losses drop its replies (none: not aimed at).
 	proxies []*redistest.Proxy
+	// health is its Redis store's (nil: memory), changes how many
+	// health changes the store told its observer of.
+	health  func() map[string]redisstore.Health
+	changes *atomic.Int64
+}
+
+// shut returns, before a call, how many health changes rp's store has
+// seen, and whether every breaker of it was open. While they stay open
+// (no change since) the store sends nothing to Redis
+// (redisstore.Unavailable): a decision WithFailLocal's fallback then
+// makes replaces no call, and needs no ghost.
+func (rp *replica) shut() (changes int64, open bool) {
+	if rp.health == nil {
+		return 0, false
+	}
+	changes = rp.changes.Load()
+	hs := rp.health()
+	for _, h := range hs {
+		if h != redisstore.Unavailable {
+			return changes, false
+		}
+	}
+	return changes, len(hs) > 0
+}
+
+// stayedShut reports whether a call made after shut returned (changes,
+// open) sent nothing: every breaker open then, and no change since.
+func (rp *replica) stayedShut(changes int64, open bool) bool {
+	return open && rp.changes.Load() == changes
 }
 
 // A recorder collects a run's operations and faults.
@@ -80,6 +109,10 @@ type recorder struct {
 	// that failed, either way (guarded by mu).
 	refused  atomic.Int64
 	failures []failure
+	// local counts the decisions and slots WithFailLocal's fallback
+	// answered, shut those of them it answered with every breaker open,
+	// which replaced no call (no ghost).
+	local, shut atomic.Int64
 }
 
 func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
@@ -234,6 +267,9 @@ func (r *run) record() *History {
 	wg.Wait()
 	if n := r.rec.refused.Load(); n > 0 {
 		r.t.Logf("%s seed %d: %d operations failed sending nothing (an open breaker, a dial refused), left out", r.name, r.seed, n)
+	}
+	if n := r.rec.local.Load(); n > 0 {
+		r.t.Logf("%s seed %d: %d answered by the fallback, %d of them with every breaker open (no call made)", r.name, r.seed, n, r.rec.shut.Load())
 	}
 	if len(r.aimKinds) > 0 {
 		aimed := map[Kind]int64{}
@@ -550,6 +586,7 @@ func (w *worker) cost() int64 { return 1 + w.rng.Int64N(w.run.maxCost) }
 func (w *worker) decide(k Kind, key string, refund bool) {
 	ctx := context.Background()
 	cost := w.cost()
+	changes, open := w.rp.shut()
 	op := w.begin(k, key)
 	op.In.Cost = cost
 	var (
@@ -564,7 +601,7 @@ func (w *worker) decide(k Kind, key string, refund bool) {
 	w.end(&op)
 	op.Out = w.output(d)
 	w.finish(op, err)
-	w.ghost(op, err)
+	w.ghost(op, err, w.rp.stayedShut(changes, open))
 	if !refund || err != nil || !d.Allowed {
 		return
 	}
@@ -578,9 +615,17 @@ func (w *worker) decide(k Kind, key string, refund bool) {
 }
 
 // ghost records, beside a decision WithFailLocal's fallback made, the
-// Redis call it replaced, which may or may not have been charged.
-func (w *worker) ghost(op Op, err error) {
-	if err != nil || !op.Out.Local || op.In.Kind == Peek {
+// Redis call it replaced, which may or may not have been charged; none
+// when the store sent nothing (unsent: its breaker stayed open).
+func (w *worker) ghost(op Op, err error, unsent bool) {
+	if err != nil || !op.Out.Local {
+		return
+	}
+	w.run.rec.local.Add(1)
+	if unsent {
+		w.run.rec.shut.Add(1)
+	}
+	if op.In.Kind == Peek || unsent {
 		return
 	}
 	w.run.rec.add(maybe(op, unknownSpan))
@@ -608,6 +653,7 @@ type reservation struct {
 func (w *worker) reserve(key string) {
 	ctx := context.Background()
 	cost := w.cost()
+	changes, open := w.rp.shut()
 	op := w.begin(Reserve, key)
 	op.In.Cost = cost
 	d, err := w.rp.lim.Allow(ctx, key, cost)
@@ -616,7 +662,7 @@ func (w *worker) reserve(key string) {
 		op.Out = w.output(d)
 	}
 	w.finish(op, err)
-	w.ghost(op, err)
+	w.ghost(op, err, w.rp.stayedShut(changes, open))
 	if err == nil && d.Allowed {
 		w.res, w.resIn = &reservation{key: key, reserved: cost, d: d}, op.In
 		w.resIn.Local = op.Out.Local
@@ -671,6 +717,7 @@ func (w *worker) slot(key string) {
 	}
 	req := w.rp.req
 	req.Key = key
+	changes, open := w.rp.shut()
 	op := w.begin(Acquire, key)
 	op.In.Token = int(w.run.rec.token.Add(1))
 	s, err := w.rp.slots.AcquireSlot(ctx, req)
@@ -678,6 +725,13 @@ func (w *worker) slot(key string) {
 	op.Out = Output{Allowed: s.Acquired, Used: []int64{s.Held}, Local: s.Max != req.Max}
 	if !w.finish(op, err) {
 		return // refused, sending nothing
+	}
+	if err == nil && op.Out.Local {
+		w.run.rec.local.Add(1)
+	}
+	if err == nil && op.Out.Local && w.rp.stayedShut(changes, open) {
+		w.run.rec.shut.Add(1)
+		return // the fallback took it, and no call to Redis was made
 	}
 	if err == nil && op.Out.Local {
 		// WithFailLocal's fallback took it: the Redis call it replaced

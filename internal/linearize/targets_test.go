@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,12 +91,20 @@ func (r *run) redisReplicas(client func() redis.UniversalClient, opts ...redisst
 	for range 3 {
 		c := client()
 		r.t.Cleanup(func() { c.Close() })
-		s, err := redisstore.New(c, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, opts...)...)
+		changes := new(atomic.Int64)
+		observe := redisstore.WithObserver(func(e redisstore.Event) {
+			if e.Kind == redisstore.HealthChanged {
+				changes.Add(1)
+			}
+		})
+		s, err := redisstore.New(c, append([]redisstore.Option{redisstore.WithPrefix(prefix), observe}, opts...)...)
 		if err != nil {
 			r.t.Fatal(err)
 		}
 		r.t.Cleanup(func() { s.Close() })
 		r.addReplica(s, r.spec.ServerClock)
+		rp := r.reps[len(r.reps)-1]
+		rp.health, rp.changes = s.Health, changes
 	}
 }
 
