@@ -3,6 +3,7 @@ package linearize
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -11,28 +12,38 @@ import (
 // Bursts make operations on one key race: paced workers seldom overlap
 // (1.4% of the memory configuration's decisions overlapped another on
 // their key), and a store that decided outside its lock would lose an
-// update only when two decisions on one key meet. In a burst every
-// worker waits at a start barrier, the fake clock is placed at the
-// burst's instant, and all are released at once, each to make one
+// update only when two decisions on one key meet. Before each burst the
+// fake clock is placed at the burst's instant, and every worker is
+// handed it, to spin until its release, all at once, and make one
 // operation on one of the phase's few keys; the next burst starts once
-// all are done. A burst's instant is one of the first or last
-// burstEdge milliseconds of a window of the shortest rate, or between
-// them, a seeded jump of up to a quarter of a window from the last, so
-// that windows fill by bursts and are crossed by them.
+// all are done. Blocked workers woken together run one after another on
+// the core that woke them (a memory decision takes microseconds, an
+// idle core a millisecond to wake): spinning, each core holds a worker
+// the moment they are released. A burst's instant is one of the first
+// or last burstEdge milliseconds of a window of the shortest rate, or
+// between them, a seeded jump of up to a quarter of a window from the
+// last, so that windows fill by bursts and are crossed by them.
 const (
 	burstEdge = 3
-	// burstsPerPhase is how many bursts use one phase's keys: some 8
-	// windows of the shortest rate, two of the longest.
+	// burstsPerPhase is how many bursts use one phase's keys: about 10
+	// windows of the shortest rate, two or three of the longest.
 	burstsPerPhase = 120
-	// burstGap bounds the pause between bursts, µs.
-	burstGap = 1200
+	// burstLead is how long before its release a burst is handed to the
+	// workers, which spin until then: long enough for the scheduler to
+	// wake an idle core's thread and give it workers, so that two run at
+	// once. On the shared 2-core VM that took about a millisecond: two
+	// goroutines spinning to a common instant 100 µs ahead overlapped
+	// in 1.4% of 2,000 rounds, 1 ms ahead 10%, 1.5 ms ahead 89%; a burst
+	// takes long enough itself that 1 ms lets the second core join.
+	// It paces the bursts too, so that histories stay small enough to
+	// check.
+	burstLead = time.Millisecond
 )
 
 // A burst is one release of every worker at one instant.
 type burst struct {
 	phase int
-	ready sync.WaitGroup // every worker has the burst and waits for start
-	start chan struct{}  // closed to release them
+	at    time.Time // when the workers are released
 	done  sync.WaitGroup
 }
 
@@ -46,8 +57,9 @@ func (b *burst) key(w *worker) string {
 // closed.
 func (w *worker) burstLoop(feed <-chan *burst) {
 	for b := range feed {
-		b.ready.Done()
-		<-b.start
+		for time.Now().Before(b.at) {
+			runtime.Gosched()
+		}
 		w.step(b.key(w))
 		b.done.Done()
 	}
@@ -61,21 +73,16 @@ func (r *run) burst(feeds []chan *burst) {
 	rng := rand.New(rand.NewPCG(r.seed, 1<<41))
 	rp := r.reps[0]
 	for i := 0; !r.stop.Load(); i++ {
-		b := &burst{phase: i / burstsPerPhase, start: make(chan struct{})}
-		b.ready.Add(len(feeds))
-		b.done.Add(len(feeds))
-		for _, f := range feeds {
-			f <- b
-		}
 		rp.mu.Lock()
 		now := rp.clock.Now().UnixMilli()
 		rp.advance(time.Duration(nextBurstAt(now, r.spec.shortest(), rng)-now) * time.Millisecond)
 		rp.mu.Unlock()
-		b.ready.Wait()
-		close(b.start)
+		b := &burst{phase: i / burstsPerPhase, at: time.Now().Add(burstLead)}
+		b.done.Add(len(feeds))
+		for _, f := range feeds {
+			f <- b
+		}
 		b.done.Wait()
-		// Pace the bursts, so that histories stay small enough to check.
-		time.Sleep(time.Duration(rng.IntN(burstGap)) * time.Microsecond)
 	}
 	for _, f := range feeds {
 		close(f)
