@@ -14,13 +14,25 @@ import (
 // their key), and a store that decided outside its lock would lose an
 // update only when two decisions on one key meet. Before each burst the
 // fake clock is placed at the burst's instant, and every worker is
-// handed it, to spin until its release, all at once, and make one
-// operation on one of the phase's few keys; the next burst starts once
-// all are done. Blocked workers woken together run one after another on
-// the core that woke them (a memory decision takes microseconds, an
-// idle core a millisecond to wake): spinning, each core holds a worker
-// the moment they are released. A burst's instant is one of the first
-// or last burstEdge milliseconds of a window of the shortest rate, or
+// handed the burst, waits for its release, and makes one operation on
+// one of the phase's few keys; the next burst starts once all are
+// done. A memory decision takes microseconds, so how the workers wait
+// decides whether two decisions meet, and no one way works on both an
+// idle and a busy machine:
+//
+//   - Blocked workers woken at once run one after another on the core
+//     that woke them, an idle core's thread taking about a millisecond
+//     to wake on this VM; they meet when the machine's load preempts a
+//     worker amid its decision (decisions overlapping another on their
+//     key, memory configuration, -race: 1.5 to 2.1% idle, 8.2% beside
+//     two busy loops).
+//   - Workers spinning (yielding) to a release a millisecond ahead hold
+//     both cores at the release, and decide at once (19.8 to 23.3%
+//     idle); under load the preemptions fall on their spinning (0.2 to
+//     1.1% beside two busy loops).
+//
+// So the bursts take turns. A burst's instant is one of the first or
+// last burstEdge milliseconds of a window of the shortest rate, or
 // between them, a seeded jump of up to a quarter of a window from the
 // last, so that windows fill by bursts and are crossed by them.
 const (
@@ -29,21 +41,24 @@ const (
 	// windows of the shortest rate, two or three of the longest.
 	burstsPerPhase = 120
 	// burstLead is how long before its release a burst is handed to the
-	// workers, which spin until then: long enough for the scheduler to
-	// wake an idle core's thread and give it workers, so that two run at
-	// once. On the shared 2-core VM that took about a millisecond: two
-	// goroutines spinning to a common instant 100 µs ahead overlapped
-	// in 1.4% of 2,000 rounds, 1 ms ahead 10%, 1.5 ms ahead 89%; a burst
-	// takes long enough itself that 1 ms lets the second core join.
-	// It paces the bursts too, so that histories stay small enough to
-	// check.
+	// workers: long enough for the scheduler to wake an idle core's
+	// thread and give it workers. Two goroutines spinning to a common
+	// instant 100 µs ahead overlapped in 1.4% of 2,000 rounds, 1 ms
+	// ahead 10%, 1.5 ms ahead 89%; a burst takes long enough itself
+	// that 1 ms lets the second core join. It paces the bursts too, so
+	// that histories stay small enough to check.
 	burstLead = time.Millisecond
 )
 
 // A burst is one release of every worker at one instant.
 type burst struct {
 	phase int
-	at    time.Time // when the workers are released
+	// spin: the workers spin until at; else they block until start is
+	// closed, once all are ready.
+	spin  bool
+	at    time.Time
+	ready sync.WaitGroup
+	start chan struct{}
 	done  sync.WaitGroup
 }
 
@@ -57,8 +72,13 @@ func (b *burst) key(w *worker) string {
 // closed.
 func (w *worker) burstLoop(feed <-chan *burst) {
 	for b := range feed {
-		for time.Now().Before(b.at) {
-			runtime.Gosched()
+		if b.spin {
+			for time.Now().Before(b.at) {
+				runtime.Gosched()
+			}
+		} else {
+			b.ready.Done()
+			<-b.start
 		}
 		w.step(b.key(w))
 		b.done.Done()
@@ -66,9 +86,10 @@ func (w *worker) burstLoop(feed <-chan *burst) {
 	w.wrapUp()
 }
 
-// burst releases the workers fed by feeds in bursts until the recording
-// stops, placing the clock of the run's one replica before each: the
-// replica's clock moves only here, and by the clock-step faults.
+// burst releases the workers fed by feeds in bursts, spinning and
+// blocked by turns, until the recording stops, placing the clock of the
+// run's one replica before each: the replica's clock moves only here,
+// and by the clock-step faults.
 func (r *run) burst(feeds []chan *burst) {
 	rng := rand.New(rand.NewPCG(r.seed, 1<<41))
 	rp := r.reps[0]
@@ -77,10 +98,16 @@ func (r *run) burst(feeds []chan *burst) {
 		now := rp.clock.Now().UnixMilli()
 		rp.advance(time.Duration(nextBurstAt(now, r.spec.shortest(), rng)-now) * time.Millisecond)
 		rp.mu.Unlock()
-		b := &burst{phase: i / burstsPerPhase, at: time.Now().Add(burstLead)}
+		b := &burst{phase: i / burstsPerPhase, spin: i%2 == 0, at: time.Now().Add(burstLead), start: make(chan struct{})}
+		b.ready.Add(len(feeds))
 		b.done.Add(len(feeds))
 		for _, f := range feeds {
 			f <- b
+		}
+		if !b.spin {
+			b.ready.Wait()
+			time.Sleep(time.Until(b.at))
+			close(b.start)
 		}
 		b.done.Wait()
 	}
