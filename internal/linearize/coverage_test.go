@@ -219,8 +219,8 @@ type floor struct {
 // beside each (windows at their limit per rate, decisions overlapping
 // another on their key, those near a limit, boundaries crossed); the
 // memory configuration's, since its bursts take turns (bursts_test.go),
-// of 15 runs alone or beside two busy loops, load averages 1.8 to 3.4
-// (its windows and boundaries: of 7 of them).
+// of 18 runs alone or beside two busy loops, load averages 1.2 to 3.4
+// (its windows and boundaries: of 10 of them).
 // The boundaries crossed by the Redis configurations (0 to 21: a clock
 // tick of 40 ms, late under load, may fall either side) and the windows
 // redis-settles fills (none: its limits are past what it asks) are not
