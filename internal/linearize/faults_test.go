@@ -30,14 +30,7 @@ func (r *run) inject(done <-chan struct{}) {
 		return
 	}
 	rng := rand.New(rand.NewPCG(r.seed, 1<<40))
-	for i := 0; ; i++ {
-		gap := time.NewTimer(time.Duration(60+rng.IntN(120)) * time.Millisecond)
-		select {
-		case <-done:
-			gap.Stop()
-			return
-		case <-gap.C:
-		}
+	for i := 0; gap(rng, done); i++ {
 		f := r.faults[i%len(r.faults)]
 		start := r.rec.now()
 		detail, hold, undo := f.apply(r, rng)
@@ -51,6 +44,19 @@ func (r *run) inject(done <-chan struct{}) {
 			undo()
 		}
 		r.rec.fault(Fault{Kind: f.name, Start: start, End: r.rec.now(), Detail: detail})
+	}
+}
+
+// gap waits a seeded 60 to 180 ms, and reports whether done did not
+// come first.
+func gap(rng *rand.Rand, done <-chan struct{}) bool {
+	t := time.NewTimer(time.Duration(60+rng.IntN(120)) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-done:
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,9 +50,11 @@ type target struct {
 
 func targets() []target {
 	return []target{
+		// In bursts, on two keys at a time, so that decisions race.
 		{"memory", shortSpec, func(r *run) {
 			r.memory()
 			r.faults = []faultKind{clockStep}
+			r.bursts, r.keys = true, 2
 		}},
 		// The long window binds: Resets 1 in 1,000 operations, not 20,
 		// which wipe each key every few hundred ms of its clock.
@@ -62,46 +63,43 @@ func targets() []target {
 			r.redisReplicas(single(redistest.SharedAddr, nil), redisstore.WithOverLimitCache(0))
 			r.resets = 1
 		}},
+		// Every fault, and losses aimed at refunds, settles and Resets.
 		{"redis-faults", shortSpec, func(r *run) {
 			s := startServer(r.t)
-			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0))
+			r.redisReplicas(s.client(), redisstore.WithOverLimitCache(0))
 			r.faults = s.faults()
+			r.aimAt(s.byClient(), returnsAndResets...)
 		}},
 		// The cache, against the long window's refusals too: 20 every
 		// 4 s, which two seconds fill, then Resets (another replica's
 		// leaves the cache's entry, its bound a second).
 		{"redis-cache", withStale(cacheSpec), func(r *run) {
 			s := startServer(r.t)
-			r.redisReplicas(single(s.proxy.Addr(), nil))
+			r.redisReplicas(s.client())
 			r.faults = s.faults()
 			r.lateResets = true
 		}},
 		// Settles, each right after its reservation, under lost replies
 		// only: a settle whose reply is lost is sent once more with its
-		// token, and applied once. Some losses are aimed at refunds,
-		// settles and Resets (a proxy per replica), which losses at
-		// random seldom hit.
+		// token, and applied once. Losses at random, and aimed at
+		// refunds, settles and Resets.
 		{"redis-settles", settleSpec, func(r *run) {
 			s := startServer(r.t)
-			client, proxies := perReplica(r.t, s.srv.Addr(), 3)
-			r.redisReplicas(client, redisstore.WithOverLimitCache(0))
-			for i, rp := range r.reps {
-				rp.proxy = proxies[i]
-			}
-			r.faults, r.settles = []faultKind{lostReplies(proxies...), aimedLosses}, 38
-			r.aimAt = []Kind{Refund, Settle, Refund, Reset} // refunds, rarer, twice
-			r.aimed = map[Kind]*atomic.Int64{Refund: {}, Settle: {}, Reset: {}}
+			r.redisReplicas(s.client(), redisstore.WithOverLimitCache(0))
+			r.faults, r.settles = []faultKind{lostReplies(s.proxies...)}, 38
+			r.aimAt(s.byClient(), returnsAndResets...)
 			r.length *= 2 // a lost reply must fall on a settle, which two replies in five carry
 		}},
 		{"redis-serverclock", withServerClock(shortSpec), func(r *run) {
 			s := startServer(r.t)
-			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0), redisstore.WithServerClock())
+			r.redisReplicas(s.client(), redisstore.WithOverLimitCache(0), redisstore.WithServerClock())
 			r.faults = s.faults()
+			r.aimAt(s.byClient(), returnsAndResets...)
 		}},
 		{"redis-faillocal", withDivisor(shortSpec), func(r *run) {
 			s := startServer(r.t)
-			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0), redisstore.WithFailLocal(2))
-			r.faults = []faultKind{lostReplies(s.proxy), connReset(s.admin), pause(s.srv), restart(s.srv)}
+			r.redisReplicas(s.client(), redisstore.WithOverLimitCache(0), redisstore.WithFailLocal(2))
+			r.faults = []faultKind{lostReplies(s.proxies...), connReset(s.admin), pause(s.srv), restart(s.srv)}
 		}},
 		// Leases under faults, with neither a Reset nor a settle past its
 		// reservation; then each of those alone, where issue 36 found (a)
@@ -110,8 +108,8 @@ func targets() []target {
 		// new count (fixtures leases-debt.json, leases-reset.json).
 		{"redis-leases", withLease(leaseSpec), func(r *run) {
 			s := startServer(r.t)
-			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithLeases(0, leaseDivisor), redisstore.WithOverLimitCache(0))
-			r.faults = []faultKind{lostReplies(s.proxy), connReset(s.admin), pause(s.srv), restart(s.srv)}
+			r.redisReplicas(s.client(), redisstore.WithLeases(0, leaseDivisor), redisstore.WithOverLimitCache(0))
+			r.faults = []faultKind{lostReplies(s.proxies...), connReset(s.admin), pause(s.srv), restart(s.srv)}
 			r.resets, r.actual = 0, 0
 		}},
 		{"redis-leases-debt", withLease(leaseSpec), func(r *run) {
@@ -156,18 +154,23 @@ func targets() []target {
 				r.t.Fatalf("replica %s not in sync", replica.Addr())
 			}
 			redistest.AwaitStreaming(r.t, s.srv.Addr(), 1)
-			r.redisReplicas(single(s.proxy.Addr(), nil), redisstore.WithOverLimitCache(0),
+			r.redisReplicas(s.client(), redisstore.WithOverLimitCache(0),
 				redisstore.WithReplicaAcks(1, ackTimeout), redisstore.WithTimeout(failoverTimeout))
 			r.timeout = failoverTimeout
-			r.faults = []faultKind{lostReplies(s.proxy), connReset(s.admin), pause(s.srv, replica), clockStep}
+			r.faults = []faultKind{lostReplies(s.proxies...), connReset(s.admin), pause(s.srv, replica), clockStep}
 		}},
 		{"cluster", shortSpec, func(r *run) {
 			cl := startCluster(r.t)
 			r.redisReplicas(cl.client(), redisstore.WithOverLimitCache(0))
 			r.faults = cl.faults()
+			r.aimAt(cl.proxies, returnsAndResets...)
 		}},
 	}
 }
+
+// returnsAndResets are the calls aimed losses drop the replies to, in
+// turn.
+var returnsAndResets = []Kind{Reset, Refund, Settle}
 
 func withStale(sp Spec) Spec       { sp.Stale = maxLocalAge; return sp }
 func withServerClock(sp Spec) Spec { sp.ServerClock = true; return sp }
@@ -194,6 +197,9 @@ func TestLinearizable(t *testing.T) {
 				h := r.record()
 				check(t, h)
 				r.boundFailures(h)
+				if short := floors[tg.name].short(coverageOf(h), h.Spec); len(short) > 0 {
+					t.Errorf("%s seed %d: too little covered: %s", h.Name, h.Seed, strings.Join(short, "; "))
+				}
 			})
 		}
 	}

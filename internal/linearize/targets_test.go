@@ -3,9 +3,9 @@ package linearize
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,7 +71,7 @@ func (r *run) addReplica(store limiter.Store, server bool) {
 // the cap's own lease.
 const slotLease = 10 * time.Second
 
-// memory makes r one replica on a MemoryStore, with six workers.
+// memory makes r one replica on a MemoryStore, with eight workers.
 func (r *run) memory() {
 	r.spec.Store = "memory"
 	s, err := limiter.NewMemoryStore(limiter.WithSweepInterval(0))
@@ -80,7 +80,7 @@ func (r *run) memory() {
 	}
 	r.t.Cleanup(func() { s.Close() })
 	r.addReplica(s, false)
-	r.workers = 6
+	r.workers = 8
 }
 
 // redisReplicas makes r three replicas, each with its own client (from
@@ -91,12 +91,20 @@ func (r *run) redisReplicas(client func() redis.UniversalClient, opts ...redisst
 	for range 3 {
 		c := client()
 		r.t.Cleanup(func() { c.Close() })
-		s, err := redisstore.New(c, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, opts...)...)
+		changes := new(atomic.Int64)
+		observe := redisstore.WithObserver(func(e redisstore.Event) {
+			if e.Kind == redisstore.HealthChanged {
+				changes.Add(1)
+			}
+		})
+		s, err := redisstore.New(c, append([]redisstore.Option{redisstore.WithPrefix(prefix), observe}, opts...)...)
 		if err != nil {
 			r.t.Fatal(err)
 		}
 		r.t.Cleanup(func() { s.Close() })
 		r.addReplica(s, r.spec.ServerClock)
+		rp := r.reps[len(r.reps)-1]
+		rp.health, rp.changes = s.Health, changes
 	}
 }
 
@@ -109,60 +117,88 @@ func single(addr string, dial func(context.Context, string, string) (net.Conn, e
 }
 
 // A server is a throwaway Redis with an append-only file (so that a
-// restart keeps what it acknowledged), a proxy in front of it that can
-// drop replies, and an admin client of its own.
+// restart keeps what it acknowledged), a proxy in front of it for each
+// client made (each replica: its replies can be dropped, at random or
+// aimed at its calls), and an admin client of its own.
 type server struct {
-	srv   *redistest.Server
-	proxy *redistest.Proxy
-	admin *redis.Client
+	t       testing.TB
+	srv     *redistest.Server
+	proxies []*redistest.Proxy // one per client made, in order
+	admin   *redis.Client
 }
 
 func startServer(t testing.TB) *server {
 	srv := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "everysec", "--repl-diskless-sync-delay", "0")
-	return &server{srv: srv, proxy: redistest.StartProxy(t, srv.Addr()), admin: redistest.Client(t, srv.Addr())}
+	return &server{t: t, srv: srv, admin: redistest.Client(t, srv.Addr())}
+}
+
+// client returns a client factory for s: each client it makes reaches
+// the server through a proxy of its own.
+func (s *server) client() func() redis.UniversalClient {
+	return func() redis.UniversalClient {
+		p := redistest.StartProxy(s.t, s.srv.Addr())
+		s.proxies = append(s.proxies, p)
+		return single(p.Addr(), nil)()
+	}
+}
+
+// byClient returns the proxies of the clients made, one each.
+func (s *server) byClient() [][]*redistest.Proxy {
+	var out [][]*redistest.Proxy
+	for _, p := range s.proxies {
+		out = append(out, []*redistest.Proxy{p})
+	}
+	return out
 }
 
 // faults returns every fault family on one server: replies lost after
 // the script ran, connections reset, the server paused past the
-// timeout, a replica's clock stepped, the server restarted.
+// timeout, a replica's clock stepped, the server restarted. Called once
+// the clients are made.
 func (s *server) faults() []faultKind {
-	return []faultKind{lostReplies(s.proxy), connReset(s.admin), pause(s.srv), clockStep, restart(s.srv)}
+	return []faultKind{lostReplies(s.proxies...), connReset(s.admin), pause(s.srv), clockStep, restart(s.srv)}
 }
 
 // A cluster is three masters with a replica each, every node with an
-// append-only file and reached through a proxy of its own.
+// append-only file, reached by each client made through proxies of its
+// own, one per node.
 type cluster struct {
+	t       testing.TB
 	c       *redistest.Cluster
-	proxies map[string]*redistest.Proxy
+	proxies [][]*redistest.Proxy // per client made, one per node
 	masters []*redistest.Server
 	admins  []*redis.Client
 }
 
 func startCluster(t testing.TB) *cluster {
 	c := redistest.StartClusterWithReplicas(t, 2000, "--appendonly", "yes", "--appendfsync", "everysec")
-	cl := &cluster{c: c, proxies: map[string]*redistest.Proxy{}}
-	for i, n := range c.Nodes {
-		cl.proxies[n.Addr()] = redistest.StartProxy(t, n.Addr())
-		if i < 3 {
-			cl.masters = append(cl.masters, n)
-			cl.admins = append(cl.admins, redistest.Client(t, n.Addr()))
-		}
+	cl := &cluster{t: t, c: c}
+	for _, n := range c.Nodes[:3] {
+		cl.masters = append(cl.masters, n)
+		cl.admins = append(cl.admins, redistest.Client(t, n.Addr()))
 	}
 	return cl
 }
 
-// client returns a client factory for the cluster, through the proxies.
+// client returns a client factory for the cluster, each client through
+// proxies of its own.
 func (cl *cluster) client() func() redis.UniversalClient {
 	return func() redis.UniversalClient {
+		via := map[string]*redistest.Proxy{}
+		var ps []*redistest.Proxy
+		for _, n := range cl.c.Nodes {
+			p := redistest.StartProxy(cl.t, n.Addr())
+			via[n.Addr()] = p
+			ps = append(ps, p)
+		}
+		cl.proxies = append(cl.proxies, ps)
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.c.Addrs(), ContextTimeoutEnabled: true,
-			DialTimeout: 200 * time.Millisecond, PoolSize: 16, Dialer: dialVia(cl.proxies)})
+			DialTimeout: 200 * time.Millisecond, PoolSize: 16, Dialer: dialVia(via)})
 	}
 }
 
+// faults returns every fault family on the cluster; called once the
+// clients are made.
 func (cl *cluster) faults() []faultKind {
-	var ps []*redistest.Proxy
-	for _, a := range slices.Sorted(maps.Keys(cl.proxies)) {
-		ps = append(ps, cl.proxies[a])
-	}
-	return []faultKind{lostReplies(ps...), connReset(cl.admins...), pause(cl.masters...), clockStep, restart(cl.masters...)}
+	return []faultKind{lostReplies(slices.Concat(cl.proxies...)...), connReset(cl.admins...), pause(cl.masters...), clockStep, restart(cl.masters...)}
 }
