@@ -57,7 +57,7 @@ func TestResetForgetsLeasesGrantedDuringIt(t *testing.T) {
 	ctx := context.Background()
 	c := redistest.Client(t, redistest.Shared(t).Options().Addr)
 	held, hold := make(chan struct{}), make(chan struct{})
-	c.AddHook(delHook{held, hold})
+	c.AddHook(holdHook{resetHash, resetSource, held, hold})
 	s := newStore(t, c, WithLeases(50*time.Millisecond, 2), WithOverLimitCache(0))
 	p := limiter.MustPolicy("reset-race", limiter.PerHour(8))
 	req := limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}
@@ -91,18 +91,19 @@ func TestResetForgetsLeasesGrantedDuringIt(t *testing.T) {
 	}
 }
 
-// delHook holds a Reset's script call (its DEL) until hold is closed,
-// closing held when one comes.
-type delHook struct {
-	held chan<- struct{}
-	hold <-chan struct{}
+// holdHook holds a call of one script (a Reset's, its DEL; a settle's)
+// until hold is closed, closing held when one comes.
+type holdHook struct {
+	hash, source string
+	held         chan<- struct{}
+	hold         <-chan struct{}
 }
 
-func (delHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (holdHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (h delHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if isReset(cmd) {
+		if runs(cmd, h.hash, h.source) {
 			close(h.held)
 			<-h.hold
 		}
@@ -110,22 +111,21 @@ func (h delHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// isReset reports whether cmd runs reset.lua, which deletes a Reset's
-// counts.
-func isReset(cmd redis.Cmder) bool {
+// runs reports whether cmd runs the script of that hash and source.
+func runs(cmd redis.Cmder, hash, source string) bool {
 	args := cmd.Args()
 	if len(args) < 2 {
 		return false
 	}
 	switch cmd.Name() {
 	case "evalsha":
-		return args[1] == resetHash
+		return args[1] == hash
 	case "eval":
-		return args[1] == resetSource
+		return args[1] == source
 	}
 	return false
 }
 
-func (delHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
