@@ -55,27 +55,8 @@ func TestResetSentOnce(t *testing.T) {
 // after its own Reset.
 func TestResetForgetsLeasesGrantedDuringIt(t *testing.T) {
 	ctx := context.Background()
-	c := redistest.Client(t, redistest.Shared(t).Options().Addr)
-	held, hold := make(chan struct{}), make(chan struct{})
-	c.AddHook(holdHook{resetHash, resetSource, held, hold})
-	s := newStore(t, c, WithLeases(50*time.Millisecond, 2), WithOverLimitCache(0))
-	p := limiter.MustPolicy("reset-race", limiter.PerHour(8))
-	req := limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}
-	done := make(chan error, 1)
-	go func() { done <- s.Reset(ctx, "k", p, t0) }()
-	<-held // the Reset has forgotten the key; its DEL waits
-	for range 2 {
-		if _, err := s.Take(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.leases.held(p, "k") == 0 {
-		t.Fatal("no lease granted while the Reset ran: the test proved nothing")
-	}
-	close(hold)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	s, req, h := holdScript(t, resetHash, resetSource)
+	h.leaseDuring(t, s, req, "Reset", func() error { return s.Reset(ctx, req.Key, req.Policy, t0) })
 	admitted := 0
 	for range 12 {
 		d, err := s.Take(ctx, req)
@@ -91,12 +72,46 @@ func TestResetForgetsLeasesGrantedDuringIt(t *testing.T) {
 	}
 }
 
+// holdScript returns a leasing store on the shared Redis whose first
+// call of one script (hash, source) h holds for h.leaseDuring, and a
+// request of cost 1 under a limit of 8.
+func holdScript(t *testing.T, hash, source string) (*Store, limiter.Request, *holdHook) {
+	c := redistest.Client(t, redistest.Shared(t).Options().Addr)
+	h := &holdHook{hash, source, make(chan struct{}), make(chan struct{})}
+	c.AddHook(h)
+	s := newStore(t, c, WithLeases(50*time.Millisecond, 2), WithOverLimitCache(0))
+	p := limiter.MustPolicy("held", limiter.PerHour(8))
+	return s, limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}, h
+}
+
+// leaseDuring runs op (named what), whose script call h holds, and
+// meanwhile takes req twice on s, so that the second leases from the
+// counts before op's script runs; then lets the script go. It fails the
+// test unless a lease was granted so and op succeeded.
+func (h *holdHook) leaseDuring(t *testing.T, s *Store, req limiter.Request, what string, op func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	<-h.held // op has forgotten or ended the key's lease; its script waits
+	for range 2 {
+		if _, err := s.Take(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.leases.held(req.Policy, req.Key) == 0 {
+		t.Fatalf("no lease granted while the %s ran: the test proved nothing", what)
+	}
+	close(h.hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // holdHook holds a call of one script (a Reset's, its DEL; a settle's)
 // until hold is closed, closing held when one comes.
 type holdHook struct {
 	hash, source string
-	held         chan<- struct{}
-	hold         <-chan struct{}
+	held, hold   chan struct{}
 }
 
 func (holdHook) DialHook(next redis.DialHook) redis.DialHook { return next }

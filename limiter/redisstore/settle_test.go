@@ -650,31 +650,12 @@ func TestSettleToLease(t *testing.T) {
 // lease right after its own settle put the key in debt.
 func TestSettleIntoDebtDropsALeaseGrantedDuringIt(t *testing.T) {
 	ctx := context.Background()
-	c := redistest.Client(t, redistest.Shared(t).Options().Addr)
-	held, hold := make(chan struct{}), make(chan struct{})
-	c.AddHook(holdHook{settleHash, settleSource, held, hold})
-	s := newStore(t, c, WithLeases(50*time.Millisecond, 2), WithOverLimitCache(0))
-	p := limiter.MustPolicy("settle-race", limiter.PerHour(8))
-	req := limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}
+	s, req, h := holdScript(t, settleHash, settleSource)
 	reserved, err := s.Take(ctx, req)
 	if err != nil || !reserved.Allowed {
 		t.Fatalf("reserve 1: %+v, %v", reserved, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.Settle(ctx, req, reserved, 100) }()
-	<-held // the settle has ended the lease; its script waits
-	for range 2 {
-		if _, err := s.Take(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.leases.held(p, "k") == 0 {
-		t.Fatal("no lease granted while the settle ran: the test proved nothing")
-	}
-	close(hold)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	h.leaseDuring(t, s, req, "settle", func() error { return s.Settle(ctx, req, reserved, 100) })
 	for i := range 4 {
 		if d, err := s.Take(ctx, req); err != nil || d.Allowed {
 			t.Fatalf("request %d after the settle into debt: %+v, %v; want refused", i+1, d, err)
