@@ -55,27 +55,8 @@ func TestResetSentOnce(t *testing.T) {
 // after its own Reset.
 func TestResetForgetsLeasesGrantedDuringIt(t *testing.T) {
 	ctx := context.Background()
-	c := redistest.Client(t, redistest.Shared(t).Options().Addr)
-	held, hold := make(chan struct{}), make(chan struct{})
-	c.AddHook(delHook{held, hold})
-	s := newStore(t, c, WithLeases(50*time.Millisecond, 2), WithOverLimitCache(0))
-	p := limiter.MustPolicy("reset-race", limiter.PerHour(8))
-	req := limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}
-	done := make(chan error, 1)
-	go func() { done <- s.Reset(ctx, "k", p, t0) }()
-	<-held // the Reset has forgotten the key; its DEL waits
-	for range 2 {
-		if _, err := s.Take(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.leases.held(p, "k") == 0 {
-		t.Fatal("no lease granted while the Reset ran: the test proved nothing")
-	}
-	close(hold)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	s, req, h := holdScript(t, resetHash, resetSource)
+	h.leaseDuring(t, s, req, "Reset", func() error { return s.Reset(ctx, req.Key, req.Policy, t0) })
 	admitted := 0
 	for range 12 {
 		d, err := s.Take(ctx, req)
@@ -91,18 +72,53 @@ func TestResetForgetsLeasesGrantedDuringIt(t *testing.T) {
 	}
 }
 
-// delHook holds a Reset's script call (its DEL) until hold is closed,
-// closing held when one comes.
-type delHook struct {
-	held chan<- struct{}
-	hold <-chan struct{}
+// holdScript returns a leasing store on the shared Redis whose first
+// call of one script (hash, source) h holds for h.leaseDuring, and a
+// request of cost 1 under a limit of 8.
+func holdScript(t *testing.T, hash, source string) (*Store, limiter.Request, *holdHook) {
+	c := redistest.Client(t, redistest.Shared(t).Options().Addr)
+	h := &holdHook{hash, source, make(chan struct{}), make(chan struct{})}
+	c.AddHook(h)
+	s := newStore(t, c, WithLeases(50*time.Millisecond, 2), WithOverLimitCache(0))
+	p := limiter.MustPolicy("held", limiter.PerHour(8))
+	return s, limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}, h
 }
 
-func (delHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+// leaseDuring runs op (named what), whose script call h holds, and
+// meanwhile takes req twice on s, so that the second leases from the
+// counts before op's script runs; then lets the script go. It fails the
+// test unless a lease was granted so and op succeeded.
+func (h *holdHook) leaseDuring(t *testing.T, s *Store, req limiter.Request, what string, op func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	<-h.held // op has forgotten or ended the key's lease; its script waits
+	for range 2 {
+		if _, err := s.Take(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.leases.held(req.Policy, req.Key) == 0 {
+		t.Fatalf("no lease granted while the %s ran: the test proved nothing", what)
+	}
+	close(h.hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
 
-func (h delHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+// holdHook holds a call of one script (a Reset's, its DEL; a settle's)
+// until hold is closed, closing held when one comes.
+type holdHook struct {
+	hash, source string
+	held, hold   chan struct{}
+}
+
+func (holdHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if isReset(cmd) {
+		if runs(cmd, h.hash, h.source) {
 			close(h.held)
 			<-h.hold
 		}
@@ -110,22 +126,21 @@ func (h delHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// isReset reports whether cmd runs reset.lua, which deletes a Reset's
-// counts.
-func isReset(cmd redis.Cmder) bool {
+// runs reports whether cmd runs the script of that hash and source.
+func runs(cmd redis.Cmder, hash, source string) bool {
 	args := cmd.Args()
 	if len(args) < 2 {
 		return false
 	}
 	switch cmd.Name() {
 	case "evalsha":
-		return args[1] == resetHash
+		return args[1] == hash
 	case "eval":
-		return args[1] == resetSource
+		return args[1] == source
 	}
 	return false
 }
 
-func (delHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }

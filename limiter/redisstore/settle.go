@@ -70,13 +70,14 @@ func markerKey(prefix, key, token string) string {
 // still current (see limiter.Settler): req.Now says which on the
 // limiter's clock, Redis's TIME with WithServerClock. A charge is never
 // refused, and may take the key past its limit (into debt): this replica
-// then refuses it at once (a charge ends its lease of the key, whose
-// unspent units go back, and its over-limit cache forgets the key), and
-// every other replica within a second (what their leases and caches
-// hold is at most that old). A return of a request decided before a
-// Reset returns nothing (see Reset). An actual cost equal to
-// the reservation, a refusal and a decision charged to nothing
-// (WithFailOpen's) settle nothing. A bad actual cost is an error
+// then refuses it at once (a charge ends its lease of the key as it is
+// sent and again as it returns, so that no lease granted from the counts
+// before it survives it; the unspent units go back, and its over-limit
+// cache forgets the key), and every other replica within a second (what
+// their leases and caches hold is at most that old). A return of a
+// request decided before a Reset returns nothing (see Reset). An actual
+// cost equal to the reservation, a refusal and a decision charged to
+// nothing (WithFailOpen's) settle nothing. A bad actual cost is an error
 // wrapping limiter.ErrInvalidCost, and nothing is sent.
 //
 // With leases, a return goes first to this replica's lease, as much as
@@ -135,8 +136,18 @@ func (s *Store) Settle(ctx context.Context, req limiter.Request, d limiter.Decis
 	// Forgotten whatever the outcome: a settle that failed may have been
 	// applied.
 	s.cache.forget(req.Policy, req.Key)
-	if left.units > 0 || left.older > 0 {
-		s.giveBack(ctx, &req, left, time.Now().Add(s.cfg.timeout))
+	var late leftover
+	if op.delta > 0 {
+		// A decision that set out since the lease ended may have leased
+		// from the counts before the charge (its script ran before the
+		// settle's): end the lease again, which also keeps out any
+		// grant still in flight.
+		late = s.leases.end(req.Policy, req.Key)
+	}
+	for _, l := range []leftover{left, late} {
+		if l.units > 0 || l.older > 0 {
+			s.giveBack(ctx, &req, l, time.Now().Add(s.cfg.timeout))
+		}
 	}
 	switch {
 	case err == nil:
