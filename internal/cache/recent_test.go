@@ -74,10 +74,12 @@ func TestRecentNeverTorn(t *testing.T) {
 		keys[i] = &plan{name: string(rune('a' + i%26))}
 		vals[i] = &resolved{keys[i], "z"}
 	}
-	var wg sync.WaitGroup
+	var wg, started sync.WaitGroup
 	stop := make(chan struct{})
 	for w := range 2 {
+		started.Add(1)
 		wg.Go(func() {
+			started.Done()
 			for i := w; ; i++ {
 				select {
 				case <-stop:
@@ -89,8 +91,12 @@ func TestRecentNeverTorn(t *testing.T) {
 			}
 		})
 	}
+	started.Wait()
+	// Until the readers have found 10,000 values, or read 20,000,000
+	// times: without the race detector a fixed count of reads may end
+	// before a writer has run.
 	found := 0
-	for i := range 200_000 {
+	for i := 0; found < 10_000 && i < 20_000_000; i++ {
 		k := keys[i%len(keys)]
 		if v := r.Get(k, "z"); v != nil {
 			found++
