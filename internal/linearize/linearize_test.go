@@ -48,17 +48,6 @@ type target struct {
 	build func(r *run)
 }
 
-// longOnly are the configurations left out of the short run (make
-// test), each for a failure still open, which make jepsen's long run
-// checks.
-var longOnly = map[string]string{
-	// Illegal once in CI's run on go1.25.0 without -race (seed 331087:
-	// a lease admission of 3 on replica 1, 94 ms after a Reset, that
-	// the model cannot place; its cut history is testdata/open/), after
-	// 16 of 16 short and 3 long runs Ok under -race. Issue 46.
-	"redis-leases-serverclock": "an Illegal history (seed 331087) not yet understood",
-}
-
 func targets() []target {
 	return []target{
 		// In bursts, on two keys at a time, so that decisions race.
@@ -199,10 +188,6 @@ func TestLinearizable(t *testing.T) {
 	seeds, length := size()
 	t.Logf("seeds %d to %d (again: -args -seed %d)", firstSeed(), firstSeed()+uint64(seeds)-1, firstSeed())
 	for _, tg := range targets() {
-		if why := longOnly[tg.name]; why != "" && !*long {
-			t.Logf("%s: left out of the short run, for %s; make jepsen runs it", tg.name, why)
-			continue
-		}
 		for i := range seeds {
 			seed := firstSeed() + uint64(i)
 			// A subtest per seed: its servers stop when it ends.

@@ -252,7 +252,8 @@ func describeState(s state) string {
 //   - leases (Spec.Lease): an admission never takes a window's charged
 //     usage past its limit, except in debt a settle put it in and by what
 //     another replica leased before a Reset or that settle (at most Lease
-//     units each, within a second); refusals are free (a lease strands
+//     units each, within a second, net of the returns that go back to
+//     that lease); refusals are free (a lease strands
 //     units: docs/leases.md); what Redis holds is never less than what it
 //     admitted, nor more than its limit but by what settles charged past
 //     their reservations (leases and charges never exceed the limit);

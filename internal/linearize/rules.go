@@ -301,7 +301,60 @@ func (sp *Spec) charge(s state, in Input, delta int64) []state {
 // still current, never below zero, unless the key was reset at or after
 // in.Charged: the charge was counted in the budget the Reset ended, and
 // its return gives nothing to the fresh one.
+//
+// With leases, part of it (j units) may go back instead to the lease of
+// a replica that spent them from what it leased before a Reset or a
+// settle (toLease), and the rest to Redis.
 func (sp *Spec) giveBack(s state, in Input, back int64) []state {
+	next := sp.giveBackToStore(s, in, back)
+	for j := int64(1); j <= back && sp.Lease > 0 && !in.Local; j++ {
+		if n, ok := sp.toLease(&s, &in, j); ok {
+			next = append(next, sp.giveBackToStore(n, in, back-j)...)
+		}
+	}
+	return next
+}
+
+// toLease returns s with j units of a return by in's replica given back
+// to the lease it spent them from, granted before a Reset or a settle:
+// redisstore's leases.refund takes back into the lease what it spent
+// since its latest grant, and Redis sees nothing. Those units were
+// counted as spent from the lease (extra) in the windows of the charge
+// (decided at in.Charged): they leave the counts and extra, and the
+// replica may spend them again until its credit ends; the credit never
+// holds more than Lease, so what a replica spends of an old lease, net
+// of returns, stays within it.
+func (sp *Spec) toLease(s *state, in *Input, j int64) (state, bool) {
+	k := slices.IndexFunc(s.credits, func(c credit) bool {
+		return c.who == in.Replica && in.At < c.till && c.n+j <= sp.Lease
+	})
+	if k < 0 {
+		return state{}, false
+	}
+	for i, w := range sp.Windows {
+		if s.extraOf(i, floorDiv(in.Charged, w)) < j {
+			return state{}, false
+		}
+	}
+	n := s.clone()
+	n.credits[k].n += j
+	for i, w := range sp.Windows {
+		id := floorDiv(in.Charged, w)
+		x := n.extraOf(i, id) - j
+		n.extra = slices.DeleteFunc(n.extra, func(e count) bool { return e.rate == i && e.id == id })
+		if x > 0 {
+			n.extra = append(n.extra, count{who: -1, rate: i, id: id, n: x})
+		}
+		if c, ok := n.find(-1, i, id); ok {
+			n.set(-1, i, id, max(0, c.n-j), c.epoch, sp.single(-1))
+		}
+	}
+	return n, true
+}
+
+// giveBackToStore steps the return of back units to Redis (or to the
+// replica's fallback, or the memory store), as giveBack says.
+func (sp *Spec) giveBackToStore(s state, in Input, back int64) []state {
 	if back == 0 {
 		return []state{s.clone()}
 	}
