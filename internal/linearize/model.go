@@ -263,7 +263,10 @@ func describeState(s state) string {
 //     units each, within a second); refusals are free (a lease strands
 //     units: docs/leases.md); what Redis holds is never less than what it
 //     admitted, nor more than its limit but by what settles charged past
-//     their reservations (leases and charges never exceed the limit);
+//     their reservations (leases and charges never exceed the limit),
+//     nor, on the limiter's clock, more than it admitted since the key's
+//     latest Reset but by a lease (Lease units) per admission since and
+//     what returns gave back (Spec.lends);
 //   - WithFailLocal (Spec.Divisor): a decision its fallback made is held
 //     to the rule over that replica's fallback at limit/Divisor, and the
 //     Redis call it replaced may or may not have been charged.
