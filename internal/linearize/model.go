@@ -260,8 +260,9 @@ func describeState(s state) string {
 //   - leases (Spec.Lease): an admission never takes a window's charged
 //     usage past its limit, except in debt a settle put it in and by what
 //     another replica leased before a Reset or that settle (at most Lease
-//     units each, within a second); refusals are free (a lease strands
-//     units: docs/leases.md); what Redis holds is never less than what it
+//     units each, within a second); a refusal may come with room left (a
+//     lease strands units: docs/leases.md), the counts it shows bounded
+//     as a peek's: what Redis holds is never less than what it
 //     admitted, nor more than its limit but by what settles charged past
 //     their reservations (leases and charges never exceed the limit),
 //     nor, on the limiter's clock, more than it admitted since the key's

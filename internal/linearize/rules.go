@@ -203,8 +203,9 @@ func windowOf(counts []count, i int, id int64) int64 {
 
 // decideLeased steps a decision of a store with leases: an admission
 // within the limit, or one the replica may make from a lease granted
-// before another replica's Reset or settle; any refusal; and a peek that
-// sees at least what was charged.
+// before another replica's Reset or settle; a refusal, and a peek, that
+// see at least what was charged and no more than the leases since may
+// explain (lends).
 func (sp *Spec) decideLeased(s state, in Input, out Output) []state {
 	if sp.ServerClock {
 		in.At = out.At // Redis's window, as the store dated it
