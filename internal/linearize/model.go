@@ -132,6 +132,7 @@ type state struct {
 	counts  []count // sorted by who, rate, id
 	extra   []count // leases: units admitted from leases granted before a Reset, by window
 	debt    []count // leases: units settles charged past their reservations, by window
+	lent    []count // leases, the limiter's clock: the most Redis may hold of a window beyond its count (Spec.lendBound)
 	marks   []mark
 	credits []credit
 	wipes   []wipe
@@ -148,6 +149,7 @@ func (s state) seal() state {
 	slices.SortFunc(s.counts, byWindow)
 	slices.SortFunc(s.extra, byWindow)
 	slices.SortFunc(s.debt, byWindow)
+	slices.SortFunc(s.lent, byWindow)
 	slices.SortFunc(s.marks, func(a, b mark) int {
 		return cmp.Or(cmp.Compare(a.who, b.who), cmp.Compare(a.rate, b.rate), cmp.Compare(a.id, b.id),
 			cmp.Compare(a.n, b.n), cmp.Compare(a.till, b.till))
@@ -165,6 +167,9 @@ func (s state) seal() state {
 	}
 	for _, c := range s.debt {
 		fmt.Fprintf(&b, "d%d.%d=%d ", c.rate, c.id, c.n)
+	}
+	for _, c := range s.lent {
+		fmt.Fprintf(&b, "g%d.%d=%d ", c.rate, c.id, c.n)
 	}
 	for _, m := range s.marks {
 		fmt.Fprintf(&b, "m%d.%d.%d=%d<%d ", m.who, m.rate, m.id, m.n, m.till)
@@ -185,7 +190,7 @@ func (s state) seal() state {
 
 // clone returns a copy of s whose slices the caller may change.
 func (s state) clone() state {
-	return state{counts: slices.Clone(s.counts), extra: slices.Clone(s.extra), debt: slices.Clone(s.debt), marks: slices.Clone(s.marks),
+	return state{counts: slices.Clone(s.counts), extra: slices.Clone(s.extra), debt: slices.Clone(s.debt), lent: slices.Clone(s.lent), marks: slices.Clone(s.marks),
 		credits: slices.Clone(s.credits), wipes: slices.Clone(s.wipes), slots: slices.Clone(s.slots), time: s.time}
 }
 
@@ -202,6 +207,9 @@ func describeState(s state) string {
 	}
 	for _, c := range s.extra {
 		parts = append(parts, fmt.Sprintf("w%d#%d leased before a reset=%d", c.rate, c.id, c.n))
+	}
+	for _, c := range s.lent {
+		parts = append(parts, fmt.Sprintf("w%d#%d Redis may hold at most %d more", c.rate, c.id, c.n))
 	}
 	if n := len(s.slots); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d slots", n))
@@ -253,10 +261,14 @@ func describeState(s state) string {
 //     usage past its limit, except in debt a settle put it in and by what
 //     another replica leased before a Reset or that settle (at most Lease
 //     units each, within a second, net of the returns that go back to
-//     that lease); refusals are free (a lease strands
-//     units: docs/leases.md); what Redis holds is never less than what it
+//     that lease); a refusal may come with room left (a
+//     lease strands units: docs/leases.md), the counts it shows bounded
+//     as a peek's: what Redis holds is never less than what it
 //     admitted, nor more than its limit but by what settles charged past
-//     their reservations (leases and charges never exceed the limit);
+//     their reservations (leases and charges never exceed the limit),
+//     nor, on the limiter's clock, more than it admitted since the key's
+//     latest Reset but by a lease (Lease units) per admission since and
+//     what returns gave back (Spec.lends);
 //   - WithFailLocal (Spec.Divisor): a decision its fallback made is held
 //     to the rule over that replica's fallback at limit/Divisor, and the
 //     Redis call it replaced may or may not have been charged.

@@ -66,6 +66,8 @@ func TestModel(t *testing.T) {
 	cached.Stale = maxLocalAge
 	leased := redisSpec()
 	leased.Lease = 2
+	leasedWide := leased // room for a lease's units under the limit
+	leasedWide.Limits = []int64{10, 20}
 	memory := redisSpec()
 	memory.Store = "memory"
 	server := redisSpec()
@@ -212,6 +214,31 @@ func TestModel(t *testing.T) {
 			allow(0, 100, 3, true, 3, 3), peek(1, 110, 1, false, 4, 4)), porcupine.Illegal},
 		{"settled_past_the_limit_with_leases", leased, seq(
 			allow(0, 100, 3, true, 3, 3), settle(0, 110, 100, 3, 4), peek(1, 120, 1, false, 4, 4)), porcupine.Ok},
+		// A refusal, or a peek, shows what Redis holds: what it admitted
+		// since the key's latest Reset and at most a lease per admission
+		// since (spec.lends), not a count the Reset left.
+		{"lease_refusal_by_a_window_the_reset_left", leased, seq(
+			allow(0, 100, 3, true, 3, 3), allow(1, 1100, 2, true, 2, 5), reset(1, 1200),
+			allow(0, 1210, 1, false, 0, 5)), porcupine.Illegal},
+		{"lease_peek_of_a_window_the_reset_left", leased, seq(
+			allow(0, 100, 3, true, 3, 3), allow(1, 1100, 2, true, 2, 5), reset(1, 1200),
+			peek(0, 1210, 1, false, 0, 5)), porcupine.Illegal},
+		{"lease_refusal_by_units_leased_since_a_reset", leased, seq(
+			allow(0, 100, 3, true, 3, 3), allow(1, 1100, 2, true, 2, 5), reset(1, 1200),
+			allow(0, 1210, 1, true, 1, 1), allow(1, 1220, 1, false, 3, 3)), porcupine.Ok},
+		{"lease_refusal_past_the_units_leased_since_a_reset", leased, seq(
+			allow(0, 100, 3, true, 3, 3), allow(1, 1100, 2, true, 2, 5), reset(1, 1200),
+			allow(0, 1210, 1, true, 1, 1), allow(1, 1220, 1, false, 3, 4)), porcupine.Illegal},
+		{"lease_refusal_past_the_units_leased", leased, seq(
+			allow(0, 100, 1, true, 1, 1), allow(1, 110, 1, false, 3, 4)), porcupine.Illegal},
+		{"lease_refusal_by_the_units_leased", leased, seq(
+			allow(0, 100, 1, true, 1, 1), allow(1, 110, 1, false, 3, 3)), porcupine.Ok},
+		// A unit refunded into a lease stays in Redis: replica 0 spent
+		// two units of a lease granted before replica 1's Reset, then
+		// took back the refund of one Redis charged since.
+		{"lease_refund_into_a_lease_granted_before_a_reset", leasedWide, seq(
+			allow(0, 100, 1, true, 1, 1), allow(0, 110, 1, true, 2, 2), allow(0, 120, 1, true, 3, 3),
+			reset(1, 200), allow(0, 210, 2, true, 2, 2), refund(0, 220, 210, 2), peek(1, 230, 1, true, 3, 3)), porcupine.Ok},
 		{"memory_window_left_and_back", memory, seq(
 			allow(0, 100, 2, true, 2, 2), epoch(allow(0, 200, 2, true, 2, 2), 1)), porcupine.Ok},
 		{"memory_without_step_back", memory, seq(

@@ -115,7 +115,11 @@ func (sp *Spec) maybeCharged(s state, in Input) []state {
 				continue // refused (a lease may strand units), or a peek: nothing changes
 			}
 			n := s.clone()
-			sp.write(&n, -1, at, cnt, in.Kind != Peek && sp.admits(-1, cnt, in.Cost), in.Cost, in.Epoch)
+			charged := in.Kind != Peek && sp.admits(-1, cnt, in.Cost)
+			sp.write(&n, -1, at, cnt, charged, in.Cost, in.Epoch)
+			if charged && sp.lends() {
+				sp.lend(&n, at, sp.Lease)
+			}
 			next = append(next, n)
 		}
 	}
@@ -199,8 +203,9 @@ func windowOf(counts []count, i int, id int64) int64 {
 
 // decideLeased steps a decision of a store with leases: an admission
 // within the limit, or one the replica may make from a lease granted
-// before another replica's Reset or settle; any refusal; and a peek that
-// sees at least what was charged.
+// before another replica's Reset or settle; a refusal, and a peek, that
+// see at least what was charged and no more than the leases since may
+// explain (lends).
 func (sp *Spec) decideLeased(s state, in Input, out Output) []state {
 	if sp.ServerClock {
 		in.At = out.At // Redis's window, as the store dated it
@@ -226,6 +231,9 @@ func (sp *Spec) decideLeased(s state, in Input, out Output) []state {
 				if seen > sp.Limits[i]+windowOf(s.debt, i, id) {
 					return nil // leases and charges past the limit
 				}
+				if g := windowOf(s.lent, i, id); sp.lends() && g < sp.Limits[i] && seen > cnt[i]+g {
+					return nil // more than the units leased since explain
+				}
 			}
 		}
 		return []state{s.clone()}
@@ -234,6 +242,9 @@ func (sp *Spec) decideLeased(s state, in Input, out Output) []state {
 	if sp.leaseAdmits(&s, in.At, cnt, in.Cost) {
 		n := s.clone()
 		sp.write(&n, -1, in.At, cnt, true, in.Cost, 0)
+		if sp.lends() {
+			sp.lend(&n, in.At, sp.Lease) // it may have come from Redis with a lease
+		}
 		next = append(next, n)
 	}
 	for k, c := range s.credits {
@@ -252,6 +263,33 @@ func (sp *Spec) decideLeased(s state, in Input, out Output) []state {
 		next = append(next, n)
 	}
 	return next
+}
+
+// lends reports whether the model bounds what Redis holds of a window
+// beyond its count (state.lent): with leases, on the limiter's clock. What
+// Redis holds past what it admitted since the key's latest Reset is what
+// leases granted since hold unspent or stranded (each grant at most
+// Lease units, carried by an admission that went to Redis), and what
+// refunds and settles gave back to a lease rather than to Redis. A
+// refusal, or a peek, that shows more was not made by Redis: a Reset
+// that left a window's count, for one. (On Redis's clock a lease's
+// decisions are dated by the replica's estimate of TIME; the bound is
+// not kept there.)
+func (sp *Spec) lends() bool { return sp.Lease > 0 && !sp.ServerClock }
+
+// lend raises by units the bound of each window at instant at.
+func (sp *Spec) lend(n *state, at, units int64) {
+	for i, w := range sp.Windows {
+		sp.lendTo(n, i, floorDiv(at, w), units)
+	}
+}
+
+// lendTo raises by units the bound of rate i's window id, up to the
+// limit: past it, the limit bounds what Redis holds.
+func (sp *Spec) lendTo(n *state, i int, id, units int64) {
+	g := min(windowOf(n.lent, i, id)+units, sp.Limits[i])
+	n.lent = slices.DeleteFunc(n.lent, func(c count) bool { return c.rate == i && c.id == id })
+	n.lent = append(n.lent, count{who: -1, rate: i, id: id, n: g})
 }
 
 // grantCredit gives every replica but the one that made the event (a
@@ -385,6 +423,10 @@ func (sp *Spec) giveBackToStore(s state, in Input, back int64) []state {
 					}
 					if _, ok := n.find(w, i, id); ok {
 						n.set(w, i, id, max(0, cnt[i]-back), in.Epoch, sp.single(w))
+						if w < 0 && sp.lends() {
+							// It may have gone to a lease, Redis keeping it.
+							sp.lendTo(&n, i, id, cnt[i]-max(0, cnt[i]-back))
+						}
 					}
 				}
 				if w < 0 && sp.ServerClock {
@@ -462,6 +504,7 @@ func (sp *Spec) reset(s state, in Input, out Output) []state {
 	n.counts = slices.DeleteFunc(n.counts, gone)
 	n.extra = slices.DeleteFunc(n.extra, gone)
 	n.debt = slices.DeleteFunc(n.debt, gone)
+	n.lent = slices.DeleteFunc(n.lent, gone)
 	if !out.Unknown {
 		n.marks = slices.DeleteFunc(n.marks, func(m mark) bool { return m.who == in.Replica })
 	}
