@@ -61,18 +61,23 @@ func gap(rng *rand.Rand, done <-chan struct{}) bool {
 }
 
 // clockStep steps one replica's clock across a boundary of the
-// shortest window, within 200 ms of it, forward and back by turns (the
-// seed says which first), by 1.2 s at most (less than the expiry
-// margin, 2 s: a replica further behind may find its window's key
-// expired, as documented), for 100 to 250 ms, then back.
+// shortest window, within 200 ms of it (a run with stepsBack: back every
+// time, within 800 ms), forward and back by turns (the seed says which
+// first), by 1.2 s at most (less than the expiry margin, 2 s: a replica
+// further behind may find its window's key expired, as documented), for
+// 100 to 250 ms, then back.
 var clockStep = faultKind{"clock-step", func(r *run, rng *rand.Rand) (string, time.Duration, func()) {
 	rp := r.reps[rng.IntN(len(r.reps))]
 	if r.steps == 0 {
 		r.backFirst = rng.IntN(2) == 0
 	}
-	back := (r.steps%2 == 1) != r.backFirst
+	back := (r.steps%2 == 1) != r.backFirst || r.stepsBack
 	r.steps++
-	d := rp.stepAcross(r.spec.shortest(), back, rng.Int64N(200))
+	within := int64(200)
+	if r.stepsBack {
+		within = 800
+	}
+	d := rp.stepAcross(r.spec.shortest(), back, rng.Int64N(within))
 	return fmt.Sprintf("replica %d's clock %+v", rp.id, d), time.Duration(100+rng.IntN(150)) * time.Millisecond,
 		func() { rp.step(-d) }
 }}

@@ -169,6 +169,10 @@ type run struct {
 	// the first (backFirst) or the second: the fault injector's alone.
 	steps     int
 	backFirst bool
+	// stepsBack: every clock step goes back across a boundary, as far
+	// as 800 ms before it (and forward again as it ends), none forward
+	// first.
+	stepsBack bool
 	// aimKinds names the kinds of call aimed losses drop the replies
 	// to, in turn (aimed_test.go); armed is how many more replies to
 	// calls of armedKind they may drop, inFlight how many aimed calls

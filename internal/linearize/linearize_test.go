@@ -79,6 +79,27 @@ func targets() []target {
 			r.faults = s.faults()
 			r.lateResets = true
 		}},
+		// The cache alone, on the shared Redis: no fault but clock
+		// steps, four to six a history, each back across a boundary of
+		// the short window, as far as 800 ms before it, and forward
+		// again (a replica stepped back finds its entry's windows not
+		// its own: the cache may refuse from it, never admit; 200 ms
+		// back left too little time in the earlier window to catch it
+		// admitting in every run). Each replica keeps to the key it
+		// favours (no stray operation), and so comes back to a key 300
+		// ms after it left it, past its entry's second (1.2 s of its
+		// clock), the other two having used it meanwhile, with Resets 40
+		// in 1,000 in the second half of each phase, once the long
+		// window is full. Nothing fails, so that a history whose cache
+		// answers more than it may (a refusal by what it saw over a
+		// second before, an admission) has no operation that may or may
+		// not have happened, and is decided Illegal in seconds.
+		{"redis-cache-steps", withStale(cacheSpec), func(r *run) {
+			redistest.Shared(r.t)
+			r.redisReplicas(single(redistest.SharedAddr, nil))
+			r.faults = []faultKind{clockStep}
+			r.lateResets, r.resets, r.stray, r.stepsBack = true, 40, 0, true
+		}},
 		// Settles, each right after its reservation, under lost replies
 		// only: a settle whose reply is lost is sent once more with its
 		// token, and applied once. Losses at random, and aimed at
