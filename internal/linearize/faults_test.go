@@ -144,8 +144,52 @@ func restart(servers ...*redistest.Server) faultKind {
 			r.t.Errorf("SHUTDOWN %s: %v", s.Addr(), err) // go-redis takes the closed connection for the answer
 		}
 		s.Restart()
-		return fmt.Sprintf("%s, down %v", s.Addr(), time.Since(start).Round(time.Millisecond)), 0, nil
+		down := time.Since(start).Round(time.Millisecond)
+		// A Cluster master answers CLUSTERDOWN after a restart until it
+		// finds the cluster whole again (Redis keeps a rebooted master
+		// unwritable up to 2 s): the fault lasts until then, or until
+		// the workers stop calling (no call after that can fail).
+		ok, err := awaitClusterOK(s.Addr(), 5*time.Second, r.stop.Load)
+		if err != nil {
+			r.t.Errorf("restart %s: %v", s.Addr(), err)
+		}
+		detail := fmt.Sprintf("%s, down %v", s.Addr(), down)
+		if ok {
+			detail += fmt.Sprintf(", writable after %v", time.Since(start).Round(time.Millisecond))
+		}
+		return detail, 0, nil
 	}}
+}
+
+// awaitClusterOK waits, if the server at addr is a Cluster node, until
+// it reports cluster_state:ok (ok) or stop reports true, for at most
+// within.
+func awaitClusterOK(addr string, within time.Duration, stop func() bool) (ok bool, err error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(within)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		info, err := c.Info(ctx, "cluster").Result()
+		if err == nil && !strings.Contains(info, "cluster_enabled:1") {
+			cancel()
+			return false, nil // not a Cluster node
+		}
+		if err == nil {
+			info, err = c.ClusterInfo(ctx).Result()
+		}
+		cancel()
+		switch {
+		case err == nil && strings.Contains(info, "cluster_state:ok"):
+			return true, nil
+		case stop():
+			return false, nil
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("cluster_state not ok within %v: %v %q", within, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // pidOf returns the process id of the server at addr.
