@@ -44,6 +44,12 @@ func TestModelReturnsToAnOldLease(t *testing.T) {
 		{"refund_of_a_charge_in_another_window", seq(reset(1, 200), allow(1, 205, 3, true, 3, 3),
 			allow(0, 210, 2, true, 9, 9), allow(0, 1100, 2, true, 2, 5), allow(1, 1110, 1, true, 3, 6),
 			refund(0, 1150, 1100, 1), allow(0, 1200, 2, true, 9, 9)), porcupine.Illegal},
+		// Nor after the charge's windows: the lease spans them only
+		// (leases.refund); replica 0 spent its whole old lease in second
+		// 0, its refund comes in second 1, whose window replica 1 filled.
+		{"refund_after_the_charges_window", seq(reset(1, 200), allow(1, 205, 3, true, 3, 3),
+			allow(0, 210, 3, true, 9, 9), allow(1, 1100, 3, true, 3, 6), refund(0, 1150, 210, 1),
+			allow(0, 1200, 1, true, 9, 9)), porcupine.Illegal},
 		// A return never fills a lease past Lease: replica 2's spending
 		// leaves extra in the window, replica 0's lease is whole, and
 		// its refund of a charge before the Reset returns nothing.

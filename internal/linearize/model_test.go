@@ -229,6 +229,12 @@ func TestModel(t *testing.T) {
 		{"lease_refusal_past_the_units_leased_since_a_reset", leased, seq(
 			allow(0, 100, 3, true, 3, 3), allow(1, 1100, 2, true, 2, 5), reset(1, 1200),
 			allow(0, 1210, 1, true, 1, 1), allow(1, 1220, 1, false, 3, 4)), porcupine.Illegal},
+		// A failed admission that Redis may have made may have come with
+		// a lease, though the counts spent from old leases (which Redis
+		// never held) left no room by the plain rule.
+		{"failed_admission_after_old_lease_lends", leasedWide, seq(
+			reset(1, 200), allow(0, 210, 2, true, 9, 9), peek(1, 215, 1, true, 1, 1),
+			failed(allow(1, 230, 9, true, 9, 9)), peek(1, 240, 1, false, 10, 10)), porcupine.Ok},
 		{"lease_refusal_past_the_units_leased", leased, seq(
 			allow(0, 100, 1, true, 1, 1), allow(1, 110, 1, false, 3, 4)), porcupine.Illegal},
 		{"lease_refusal_by_the_units_leased", leased, seq(

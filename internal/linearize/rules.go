@@ -115,7 +115,9 @@ func (sp *Spec) maybeCharged(s state, in Input) []state {
 				continue // refused (a lease may strand units), or a peek: nothing changes
 			}
 			n := s.clone()
-			charged := in.Kind != Peek && sp.admits(-1, cnt, in.Cost)
+			// With leases, leaseAdmits is Redis's rule (the counts less
+			// what old leases spent, which Redis never held).
+			charged := in.Kind != Peek && (sp.Lease > 0 || sp.admits(-1, cnt, in.Cost))
 			sp.write(&n, -1, at, cnt, charged, in.Cost, in.Epoch)
 			if charged && sp.lends() {
 				sp.lend(&n, at, sp.Lease)
@@ -356,7 +358,8 @@ func (sp *Spec) giveBack(s state, in Input, back int64) []state {
 // toLease returns s with j units of a return by in's replica given back
 // to the lease it spent them from, granted before a Reset or a settle:
 // redisstore's leases.refund takes back into the lease what it spent
-// since its latest grant, and Redis sees nothing. Those units were
+// since its latest grant, in the windows of its span, and Redis sees
+// nothing. Those units were
 // counted as spent from the lease (extra) in the windows of the charge
 // (decided at in.Charged): they leave the counts and extra, and the
 // replica may spend them again until its credit ends; the credit never
@@ -369,8 +372,16 @@ func (sp *Spec) toLease(s *state, in *Input, j int64) (state, bool) {
 	if k < 0 {
 		return state{}, false
 	}
+	// The lease takes back only while its span holds the charge's
+	// windows: the return is made in them, by the replica's clock (on
+	// Redis's, its estimate of TIME, at most leaseEarly behind the call).
+	lo, hi := in.At, in.At
+	if sp.ServerClock {
+		lo, hi = in.At-leaseEarly, max(in.AtHi, in.At)
+	}
 	for i, w := range sp.Windows {
-		if s.extraOf(i, floorDiv(in.Charged, w)) < j {
+		id := floorDiv(in.Charged, w)
+		if s.extraOf(i, id) < j || id < floorDiv(lo, w) || id > floorDiv(hi, w) {
 			return state{}, false
 		}
 	}
