@@ -416,10 +416,11 @@ func (l *leases) record(req *limiter.Request, r *result, at time.Time, tk *lease
 
 // refund returns to key's lease what a refund of req.Cost for d may: at
 // most the units spent from the lease since its latest grant, only for a
-// d decided after that grant, and only while the span holds d's windows
-// at the refund's time. Those units were charged
-// in Redis once, at the grant: spent again from the lease, they are still
-// charged once. It returns how many units it took back.
+// d decided after that grant, only while the span holds d's windows at
+// the refund's time, and only while no lease request is in flight.
+// Those units were charged in Redis once, at the grant: spent again from
+// the lease, they are still charged once. It returns how many units it
+// took back.
 func (l *leases) refund(req *limiter.Request, d *limiter.Decision) int64 {
 	if l == nil {
 		return 0
@@ -430,7 +431,7 @@ func (l *leases) refund(req *limiter.Request, d *limiter.Decision) int64 {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.m[entryKey(req.Policy, req.Key)]
-	if e == nil || !e.known || t < e.start || t >= e.end || ms <= e.latestAt {
+	if e == nil || !e.known || t < e.start || t >= e.end || ms <= e.latestAt || e.pending != nil {
 		// d was decided before the lease's latest grant (in the grant's
 		// millisecond, perhaps before too), perhaps before a Reset: this
 		// replica's own, which dropped the span it was decided in, or
@@ -440,6 +441,10 @@ func (l *leases) refund(req *limiter.Request, d *limiter.Decision) int64 {
 		// since is at most what it has spent since that grant, so that
 		// after another replica's Reset it spends no more than it held
 		// after its latest grant, within the second the grant lasts.
+		// Nor while a grant is in flight: taken back now, the units
+		// would sit beside it, and the lease would hold more than a cap
+		// plus a request's cost less one (the most it strands, and
+		// spends after another replica's Reset).
 		return 0
 	}
 	pk := l.keys.get(req.Policy)

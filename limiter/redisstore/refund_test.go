@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,5 +307,91 @@ func TestRefundFailLocal(t *testing.T) {
 	}
 	if err := lo.Refund(ctx, "k", 1, d); err != nil {
 		t.Fatalf("refund of a FailOpen admission: %v, want nothing to do", err)
+	}
+}
+
+// TestRefundWhileALeaseIsAskedGoesToRedis: a refund of a unit spent from
+// the lease, made while this replica's next lease request is in flight,
+// goes to Redis, not back into the lease. Taken back into it, it sat
+// beside the grant that then arrived: the replica held more than a cap
+// plus a request's cost less one, the most docs/leases.md promises it
+// strands, and the most it spends after another replica's Reset (the
+// history checker's redis-leases-serverclock found 9 units spent where
+// 8 is the bound).
+func TestRefundWhileALeaseIsAskedGoesToRedis(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Client(t, redistest.Shared(t).Options().Addr)
+	h := &armedHold{held: make(chan struct{}), hold: make(chan struct{})}
+	c.AddHook(h)
+	s := newStore(t, c, WithPrefix(testPrefix(t)), WithLeases(50*time.Millisecond, 25), WithOverLimitCache(0))
+	p := limiter.MustPolicy("grant-refund", limiter.PerHour(100)) // cap 4
+	const cap = 4
+	req := limiter.Request{Key: "k", Policy: p, Now: t0, Cost: 1}
+	// Until a grant of a whole cap is spent: the last decision came
+	// from the lease and left it empty. The clock moves a millisecond a
+	// request (a lease takes back only what was decided after its latest
+	// grant's millisecond).
+	var last limiter.Decision
+	for n := 0; ; n++ {
+		if n == 100 {
+			t.Fatal("no lease of a whole cap spent in 100 requests")
+		}
+		trips := s.Stats().RoundTrips
+		d, err := s.Take(ctx, req)
+		if err != nil || !d.Allowed {
+			t.Fatal(d, err)
+		}
+		fromLease := s.Stats().RoundTrips == trips
+		req.Now = req.Now.Add(time.Millisecond)
+		if fromLease && n >= 2*cap && s.leases.held(p, "k") == 0 {
+			last = d
+			break
+		}
+	}
+	// The next request asks for a lease; its script is held.
+	h.armed.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		d, err := s.Take(ctx, req)
+		if err == nil && !d.Allowed {
+			err = fmt.Errorf("refused: %+v", d)
+		}
+		done <- err
+	}()
+	<-h.held
+	trips := s.Stats().RoundTrips
+	if err := s.Refund(ctx, req, last); err != nil {
+		t.Fatal(err)
+	}
+	refunded := s.Stats().RoundTrips - trips
+	close(h.hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := s.leases.held(p, "k"); refunded != 1 || got > cap {
+		t.Fatalf("refund during a lease request: %d round trips, want 1; held %d after the grant, want at most the cap %d", refunded, got, cap)
+	}
+}
+
+// armedHold holds the next take.lua call once armed, until hold is
+// closed, closing held when it comes.
+type armedHold struct {
+	armed      atomic.Bool
+	held, hold chan struct{}
+}
+
+func (*armedHold) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (*armedHold) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *armedHold) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if runs(cmd, takeHash, takeSource) && h.armed.CompareAndSwap(true, false) {
+			close(h.held)
+			<-h.hold
+		}
+		return next(ctx, cmd)
 	}
 }
